@@ -1,0 +1,153 @@
+"""The independent oracle: mpmath twins of the reference formulas.
+
+Every expected float in the golden corpus comes from here, computed with mpmath at
+:data:`DPS` significant digits and rounded once, to nearest, to float64. The twins are written
+element by element from the published formula (a column is *defined* here, not sliced), so a
+slip in the vectorised NumPy reference shows up as a disagreement instead of being copied into
+the corpus. Integer outputs are recomputed with plain Python integers.
+
+Only this module and :mod:`posenc_ref.derivations` import mpmath or sympy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import mpmath
+import numpy as np
+from mpmath.libmp import to_float
+from numpy.typing import NDArray
+
+DPS: Final = 50
+"""Working precision in decimal digits (>= 40 after the phase of a position near 10^6)."""
+
+Oracle = Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], dict[str, NDArray[Any]]]
+
+
+def _round(value: mpmath.mpf) -> float:
+    """Round an mpmath number once, to nearest even, to float64."""
+    return float(to_float(mpmath.mpf(value)._mpf_, rnd="n"))
+
+
+def _column_rule(dim: int, layout: str, odd_width: str) -> tuple[int, list[tuple[str, int]]]:
+    """For each column: ``("sin" | "cos" | "zero", frequency index)``, and the ladder width."""
+    width = dim - 1 if (dim % 2 and odd_width == "zero_pad_last") else dim
+    n_sin = (width + 1) // 2
+    n_cos = width // 2
+    rule: list[tuple[str, int]] = []
+    for j in range(dim):
+        if j >= width:
+            rule.append(("zero", 0))
+        elif layout == "interleaved":
+            rule.append(("sin" if j % 2 == 0 else "cos", j // 2))
+        elif layout == "concat_sin_cos":
+            rule.append(("sin", j) if j < n_sin else ("cos", j - n_sin))
+        else:
+            rule.append(("cos", j) if j < n_cos else ("sin", j - n_cos))
+    return width, rule
+
+
+def _frequency(k: int, width: int, base: float, ladder: str) -> mpmath.mpf:
+    n = (width + 1) // 2
+    exponent = mpmath.mpf(2 * k) / width if ladder == "paper" else mpmath.mpf(k) / max(n - 1, 1)
+    return mpmath.power(mpmath.mpf(base), -exponent)
+
+
+def _sinusoid_rows(positions: NDArray[np.int64], dim: int, base: float, ladder: str, layout: str,
+                   odd_width: str, scale: float = 1.0) -> NDArray[np.float64]:
+    width, rule = _column_rule(dim, layout, odd_width)
+    freqs = [_frequency(k, width, base, ladder) for k in range((width + 1) // 2)]
+    out = np.empty(positions.shape + (dim,), dtype=np.float64)
+    flat = out.reshape(-1, dim)
+    for row, p in enumerate(positions.reshape(-1).tolist()):
+        for j, (kind, k) in enumerate(rule):
+            if kind == "zero":
+                value = mpmath.mpf(0)
+            else:
+                angle = mpmath.mpf(p) * freqs[k]
+                value = mpmath.sin(angle) if kind == "sin" else mpmath.cos(angle)
+            flat[row, j] = _round(value * mpmath.mpf(scale))
+    return out
+
+
+def sinusoidal_table(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    positions = np.asarray(inputs["positions"]).astype(np.int64) + int(params.get("position_offset", 0))
+    return {"table": _sinusoid_rows(positions, int(params["dim"]), float(params["base"]), params["ladder"],
+                                    params["layout"], params["odd_width"], float(params["scale"]))}
+
+
+def fairseq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    tokens = np.asarray(inputs["tokens"]).tolist()
+    pad = int(params["padding_idx"])
+    past = int(params.get("past_length", 0))
+    rows = []
+    for line in tokens:
+        if past:
+            rows.append([pad + past + 1 for _ in line])
+            continue
+        count, row = 0, []
+        for token in line:
+            if token == pad:
+                row.append(pad)
+            else:
+                count += 1
+                row.append(pad + count)
+        rows.append(row)
+    positions = np.array(rows, dtype=np.int64)
+    table = _sinusoid_rows(positions, int(params["dim"]), float(params.get("base", 10000.0)), "t2t",
+                           "concat_sin_cos", "zero_pad_last")
+    table[positions == pad] = 0.0
+    return {"positions": positions, "embedding": table}
+
+
+def grid2d(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    dim = int(params["dim"])
+    quarter = dim // 4
+    base = float(params["base"])
+    freqs = [_frequency(k, dim // 2, base, params["ladder"]) for k in range(quarter)]
+    ys = np.asarray(inputs["ys"]).reshape(-1).tolist()
+    xs = np.asarray(inputs["xs"]).reshape(-1).tolist()
+    out = np.empty((len(ys), dim), dtype=np.float64)
+    for row, (y, x) in enumerate(zip(ys, xs)):
+        first, second = (x, y) if params["axis_order"] == "x_first" else (y, x)
+        for j in range(dim):
+            if params["block_layout"] == "sin_cos":  # [sin a | cos a | sin b | cos b]
+                coord = first if j < 2 * quarter else second
+                kind, k = ("sin" if (j % (2 * quarter)) < quarter else "cos"), j % quarter
+            elif params["block_layout"] == "sin_sin_cos_cos":  # [sin a | sin b | cos a | cos b]
+                coord = first if (j // quarter) % 2 == 0 else second
+                kind, k = ("sin" if j < 2 * quarter else "cos"), j % quarter
+            else:  # [s c s c ... (a) | s c s c ... (b)]
+                coord = first if j < 2 * quarter else second
+                kind, k = ("sin" if j % 2 == 0 else "cos"), (j % (2 * quarter)) // 2
+            angle = mpmath.mpf(coord) * freqs[k]
+            out[row, j] = _round(mpmath.sin(angle) if kind == "sin" else mpmath.cos(angle))
+    return {"table": out.reshape(np.asarray(inputs["ys"]).shape + (dim,))}
+
+
+def learned_lookup(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    table = np.asarray(inputs["table"], dtype=np.float64)
+    positions = np.asarray(inputs["positions"]).astype(np.int64)
+    last = table.shape[0] - 1
+    rows = []
+    for p in positions.reshape(-1).tolist():
+        index = p + int(params["offset"])
+        if params["out_of_range"] == "clamp":
+            index = min(index, last)
+        rows.append(table[index].tolist())
+    return {"rows": np.array(rows, dtype=np.float64).reshape(positions.shape + (table.shape[1],))}
+
+
+ORACLES: Final[dict[str, Oracle]] = {
+    "sinusoidal.table": sinusoidal_table,
+    "sinusoidal.fairseq": fairseq,
+    "grid2d.sincos": grid2d,
+    "learned.lookup": learned_lookup,
+}
+
+
+def expected(op_name: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    """The oracle's outputs for ``op_name``; ``KeyError`` when the op has no oracle."""
+    with mpmath.workdps(DPS):
+        return ORACLES[op_name](params, inputs)

@@ -1,0 +1,1 @@
+"""Registry records, one module per scheme family; :mod:`posenc_ref.registry` lists them."""

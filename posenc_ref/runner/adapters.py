@@ -1,0 +1,219 @@
+"""The adapter protocol, the built-in adapters, and loading adapters by name or path.
+
+An adapter is any object with:
+
+``name`` (str), ``dtype`` (``"float64" | "float32" | "float16" | "bfloat16"``: what it computes in)
+    Required.
+``run(op, params, inputs)``
+    Required. ``op`` is an op name (``"sinusoidal.table"``), ``params`` the case's full
+    parameters (dict), ``inputs`` a dict of NumPy arrays. Returns the outputs: a dict by output
+    name, a tuple in the op's output order, or a single array for one-output ops; anything
+    :func:`numpy.asarray` accepts. To reject bad input it raises its own exception.
+``version`` (str)
+    Optional; recorded in reports.
+``capabilities`` (dict)
+    Optional. ``{op name: {param name: (supported values, ...)}}``; ops not listed, or a case
+    whose parameter value is not listed, are *not applicable*. Absent: every op, every value.
+``supports(op, params) -> bool | str``
+    Optional, overrides ``capabilities``; a string is the reason for not_applicable.
+``at_dtype(dtype) -> adapter``
+    Optional; the same implementation computing in another dtype (``--dtype``).
+``error_category(exc) -> str | None``
+    Optional; maps the adapter's exception to ``invalid_argument``, ``out_of_range`` or
+    ``invalid_shape``. Default: :class:`~posenc_ref.errors.SpecError` gives its category,
+    ``IndexError`` ``out_of_range``, other ``ValueError``/``TypeError`` ``invalid_argument``.
+
+Adapters are named on the command line as a built-in name (:data:`BUILTIN`), ``module:object``
+or ``path/to/file.py:object`` (``object`` defaults to ``ADAPTER``). ``object`` may be an adapter
+instance, a class or a factory function (called without arguments).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref.errors import SpecError
+from posenc_ref.registry import get_op
+from posenc_ref.runner.emulation import EMULATIONS, emulate
+from posenc_ref.tolerance import DTYPES
+
+
+class AdapterLoadError(Exception):
+    """An adapter could not be found, imported or does not follow the protocol."""
+
+
+def default_error_category(exc: BaseException) -> str | None:
+    """The default mapping of exceptions to error categories."""
+    if isinstance(exc, SpecError):
+        return exc.category
+    if isinstance(exc, IndexError):
+        return "out_of_range"
+    if isinstance(exc, (ValueError, TypeError)):
+        return "invalid_argument"
+    return None
+
+
+def error_category(adapter: Any, exc: BaseException) -> str | None:
+    mapper = getattr(adapter, "error_category", None)
+    return mapper(exc) if callable(mapper) else default_error_category(exc)
+
+
+def supports(adapter: Any, op: str, params: Mapping[str, Any]) -> str | None:
+    """``None`` when the adapter runs this case, else the not_applicable reason."""
+    custom = getattr(adapter, "supports", None)
+    if callable(custom):
+        verdict = custom(op, params)
+        if verdict is True:
+            return None
+        return verdict if isinstance(verdict, str) and verdict else f"{op} not supported"
+    caps = getattr(adapter, "capabilities", None)
+    if caps is None:
+        return None
+    if op not in caps:
+        return f"{op} not supported"
+    for name, values in (caps[op] or {}).items():
+        if name in params and params[name] not in values:
+            return f"{op} with {name}={params[name]!r} not supported (supports {list(values)})"
+    return None
+
+
+class ReferenceAdapter:
+    """``numpy``: the float64 reference itself."""
+
+    name = "numpy"
+    version = "reference"
+    dtype = "float64"
+
+    def run(self, op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+        return get_op(op).call(params, inputs)
+
+    def at_dtype(self, dtype: str) -> Any:
+        """``--dtype``: the calibration emulation for a narrower dtype."""
+        return self if dtype == "float64" else load_adapter(f"numpy-{dtype}")
+
+
+class EmulatedAdapter:
+    """The reference computed in float32 (angles in ``angle_dtype``), rounded to ``dtype``."""
+
+    version = "emulation"
+
+    def __init__(self, name: str, dtype: str, angle_dtype: str) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.angle_dtype = angle_dtype
+        self.capabilities = {op: {} for op in EMULATIONS}
+
+    def run(self, op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+        return emulate(op, params, inputs, output_dtype=self.dtype, angle_dtype=self.angle_dtype)  # type: ignore[arg-type]
+
+
+BUILTIN: Final[dict[str, tuple[str, Callable[[], Any]]]] = {
+    "numpy": ("the float64 reference (must pass everything)", ReferenceAdapter),
+    "numpy-float32": ("the reference computed as a typical float32 framework does (calibration)",
+                      lambda: EmulatedAdapter("numpy-float32", "float32", "float32")),
+    "numpy-float16": ("float32 angles, outputs rounded to float16 (calibration)",
+                      lambda: EmulatedAdapter("numpy-float16", "float16", "float32")),
+    "numpy-bfloat16": ("float32 angles, outputs rounded to bfloat16 (calibration)",
+                       lambda: EmulatedAdapter("numpy-bfloat16", "bfloat16", "float32")),
+    "numpy-float16-angles": ("angles computed in float16: the known-bad calibration point (must fail)",
+                             lambda: EmulatedAdapter("numpy-float16-angles", "float16", "float16")),
+}
+
+
+def _instantiate(obj: Any, spec: str) -> Any:
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "run")):
+        obj = obj()
+    for attribute in ("name", "dtype", "run"):
+        if not hasattr(obj, attribute):
+            raise AdapterLoadError(f"adapter {spec!r} has no {attribute!r} (see conformance/README.md)")
+    if obj.dtype not in DTYPES:
+        raise AdapterLoadError(f"adapter {spec!r} declares dtype {obj.dtype!r}; expected one of {', '.join(DTYPES)}")
+    return obj
+
+
+def load_adapter(spec: str) -> Any:
+    """An adapter from a built-in name, ``module:object`` or ``file.py[:object]``."""
+    if spec in BUILTIN:
+        return _instantiate(BUILTIN[spec][1](), spec)
+    if spec.startswith("mutant:"):
+        from posenc_ref.runner.mutants import MUTANTS
+
+        name = spec.split(":", 1)[1]
+        if name not in MUTANTS:
+            raise AdapterLoadError(f"unknown mutant {name!r}; known: {', '.join(MUTANTS)}")
+        return MUTANTS[name].adapter()
+    target, _, attribute = spec.partition(":") if not spec.endswith(".py") else (spec, "", "")
+    attribute = attribute or "ADAPTER"
+    if target.endswith(".py"):
+        path = Path(target)
+        if not path.is_file():
+            raise AdapterLoadError(f"adapter file {target!r} does not exist")
+        module_name = f"_posenc_adapter_{abs(hash(path.resolve()))}"
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise AdapterLoadError(f"cannot import adapter file {target!r}")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[module_name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as exc:
+            raise AdapterLoadError(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from exc
+    elif ":" in spec:
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:
+            raise AdapterLoadError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        known = ", ".join(BUILTIN)
+        raise AdapterLoadError(f"unknown adapter {spec!r}: give a built-in name ({known}), "
+                               "mutant:NAME, module:object or path/to/file.py[:object]")
+    if not hasattr(module, attribute):
+        raise AdapterLoadError(f"{target!r} has no attribute {attribute!r}")
+    return _instantiate(getattr(module, attribute), spec)
+
+
+def normalise_outputs(result: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """Map an adapter's return value to ``{output name: value}`` (values not yet checked)."""
+    if isinstance(result, Mapping):
+        return {name: result.get(name) for name in names}
+    if isinstance(result, (tuple, list)) and len(names) > 1:
+        if len(result) != len(names):
+            raise ValueError(f"returned {len(result)} outputs, the op has {len(names)} ({', '.join(names)})")
+        return dict(zip(names, result))
+    if len(names) == 1:
+        return {names[0]: result}
+    raise ValueError(f"returned a single value, the op has outputs {', '.join(names)}")
+
+
+def as_output_array(value: Any, expected: NDArray[Any], exact: bool) -> tuple[NDArray[Any] | None, str | None]:
+    """Convert one returned output; ``(None, reason)`` when it is garbage."""
+    if value is None:
+        return None, "returned None"
+    try:
+        array = np.asarray(value)
+    except Exception as exc:  # an adapter may return anything
+        return None, f"returned something numpy.asarray refuses ({type(exc).__name__}: {exc})"
+    kind = array.dtype.kind
+    if exact and kind not in "iu":
+        if not (kind == "f" and np.all(np.isfinite(array)) and np.array_equal(array, np.round(array))):
+            return None, f"returned dtype {array.dtype} where integers are expected"
+    if not exact and kind not in "f" and array.dtype.name != "bfloat16":
+        return None, f"returned dtype {array.dtype} where floats are expected"
+    if array.shape != expected.shape:
+        return None, f"returned shape {array.shape}, expected {expected.shape}"
+    if kind == "f" or array.dtype.name == "bfloat16":
+        as64 = array.astype(np.float64)
+        surprise = ~np.isfinite(as64) & np.isfinite(expected.astype(np.float64))
+        if surprise.any():
+            where = tuple(int(i) for i in np.argwhere(surprise)[0])
+            return None, f"returned {as64[where]} at {where} where a finite value is expected"
+        return as64, None
+    return array.astype(np.int64), None

@@ -1,0 +1,130 @@
+"""The ``posenc-ref conformance`` subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from posenc_ref import corpus
+from posenc_ref.runner.adapters import BUILTIN, AdapterLoadError, load_adapter
+from posenc_ref.runner.engine import Run, run_conformance
+from posenc_ref.runner.expectations import ExpectationsError, load_expectations
+from posenc_ref.runner.report import matrix, terminal, to_junit, write_json
+from posenc_ref.tolerance import DTYPES
+
+EPILOG = """\
+ADAPTER is a built-in name (see --list-adapters), mutant:NAME, module:object or
+path/to/file.py[:object]. Several adapters give a side-by-side matrix.
+Exit status: 0 all passed, 1 a failure (or nothing executed), 2 a usage, adapter or corpus problem.
+"""
+
+
+def add_conformance_parser(sub: Any) -> None:
+    p = sub.add_parser("conformance", help="check an implementation against the golden corpus",
+                       description="Run ADAPTER(s) over the golden corpus and judge every (case, output).",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("adapters", nargs="*", metavar="ADAPTER", help="the implementation(s) to check")
+    p.add_argument("--list-adapters", action="store_true", help="list built-in adapters and mutants, then exit")
+    p.add_argument("-k", dest="patterns", action="append", default=[], metavar="PATTERN",
+                   help="only case ids containing PATTERN (a glob when it has * ? [); repeatable")
+    p.add_argument("--case", dest="case_ids", action="append", default=[], metavar="ID", help="only this exact case id")
+    p.add_argument("--op", dest="ops", action="append", default=[], metavar="PATTERN",
+                   help="only ops matching this glob (e.g. 'sinusoidal.*'); repeatable")
+    p.add_argument("--level", choices=("must", "should"), help="only cases of this level")
+    p.add_argument("--dtype", choices=DTYPES, help="run the adapter at this dtype (adapters with at_dtype)")
+    p.add_argument("--expectations", metavar="FILE", help="the implementation's expectations file (TOML or JSON)")
+    p.add_argument("--report-json", metavar="FILE", help="write the JSON report here")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    p.add_argument("--markdown", metavar="FILE", help="write the family x dtype matrix as Markdown here")
+    p.add_argument("--corpus", metavar="PATH", help="corpus directory (default: the bundled corpus)")
+    p.add_argument("--allow-modified", action="store_true",
+                   help="run even if the corpus fails verification (stamped into the report)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per-case timeout in seconds (default 60)")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print not-applicable, skipped and xfail details")
+    p.set_defaults(func=main)
+
+
+def make_selector(patterns: list[str], case_ids: list[str], ops: list[str], level: str | None) -> Any:
+    def select(entry: Mapping[str, Any]) -> bool:
+        cid = entry["id"]
+        if case_ids and cid not in case_ids:
+            return False
+        if patterns and not any(fnmatch.fnmatchcase(cid, p) if any(ch in p for ch in "*?[") else p in cid
+                                for p in patterns):
+            return False
+        if ops and not any(fnmatch.fnmatchcase(entry["op"], p) for p in ops):
+            return False
+        return level is None or entry["level"] == level
+    return select
+
+
+def _list_adapters() -> int:
+    from posenc_ref.runner.mutants import MUTANTS
+
+    print("built-in adapters:")
+    for name, (doc, _) in BUILTIN.items():
+        print(f"  {name:<28} {doc}")
+    print("mutants (known-bad implementations; each must fail):")
+    for name, mutant in MUTANTS.items():
+        print(f"  mutant:{name:<21} {mutant.mistake}")
+    return 0
+
+
+def _progress(label: str) -> Any:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int, item: str) -> None:
+        sys.stderr.write(f"\r{label} [{done}/{total}] {item[:60]:<60}")
+        if done == total:
+            sys.stderr.write("\r" + " " * (len(label) + 75) + "\r")
+        sys.stderr.flush()
+    return show
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.list_adapters:
+        return _list_adapters()
+    if not args.adapters:
+        print("posenc-ref conformance: give at least one ADAPTER (see --list-adapters)", file=sys.stderr)
+        return 2
+    try:
+        expectations = load_expectations(args.expectations) if args.expectations else []
+    except ExpectationsError as exc:
+        print(f"posenc-ref conformance: {exc}", file=sys.stderr)
+        return 2
+    extra = "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in
+                    (("--corpus", args.corpus), ("--expectations", args.expectations), ("--dtype", args.dtype))
+                    if value)
+    select = make_selector(args.patterns, args.case_ids, args.ops, args.level)
+    runs: list[Run] = []
+    for spec in args.adapters:
+        try:
+            adapter = load_adapter(spec)
+            if args.dtype and adapter.dtype != args.dtype:
+                if not hasattr(adapter, "at_dtype"):
+                    raise AdapterLoadError(f"adapter {spec!r} computes in {adapter.dtype} and has no at_dtype()")
+                adapter = adapter.at_dtype(args.dtype)
+            runs.append(run_conformance(
+                adapter, spec=spec, corpus_dir=Path(args.corpus) if args.corpus else None, select=select,
+                expectations=expectations, allow_modified=args.allow_modified, timeout=args.timeout,
+                progress=_progress(f"conformance {spec}"), rerun_extra=extra))
+        except AdapterLoadError as exc:
+            print(f"posenc-ref conformance: {exc}", file=sys.stderr)
+            return 2
+        except corpus.CorpusError as exc:
+            print(f"posenc-ref conformance: refusing to run: {exc}", file=sys.stderr)
+            return 2
+    print(terminal(runs, verbose=args.verbose))
+    if args.report_json:
+        write_json(runs, args.report_json)
+    if args.junit:
+        Path(args.junit).write_text(to_junit(runs), encoding="utf-8")
+    if args.markdown:
+        Path(args.markdown).write_text(matrix(runs) + "\n", encoding="utf-8")
+    return max(run.exit_code for run in runs)

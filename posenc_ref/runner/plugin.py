@@ -1,0 +1,105 @@
+"""The pytest plugin: one test per (case, output) of the golden corpus, for your adapter.
+
+Opt in with ``--posenc-adapter``::
+
+    pytest --posenc-adapter=my_package.posenc:ADAPTER -k "rope and long"
+
+Test ids are ``<case id>[<output>]``, so ``-k`` selects cases; a failing test prints the same
+report as ``posenc-ref conformance``. Options: ``--posenc-corpus PATH``,
+``--posenc-expectations FILE``, ``--posenc-timeout SECONDS``. Without ``--posenc-adapter`` the
+plugin adds nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("posenc-ref", "posenc-ref conformance")
+    group.addoption("--posenc-adapter", metavar="ADAPTER",
+                    help="run the posenc-ref golden corpus against ADAPTER (built-in name, module:object or file.py)")
+    group.addoption("--posenc-corpus", metavar="PATH", help="corpus directory (default: the bundled corpus)")
+    group.addoption("--posenc-expectations", metavar="FILE", help="the adapter's expectations file")
+    group.addoption("--posenc-timeout", type=float, default=60.0, metavar="S", help="per-case timeout (default 60)")
+
+
+class _Session:
+    """Loads the adapter, corpus and expectations once; runs each case once for all its outputs."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from posenc_ref import corpus
+        from posenc_ref.runner.adapters import load_adapter
+        from posenc_ref.runner.engine import Worker
+        from posenc_ref.runner.expectations import load_expectations
+
+        self.spec = config.getoption("posenc_adapter")
+        self.adapter = load_adapter(self.spec)
+        corpus_opt = config.getoption("posenc_corpus")
+        self.directory = Path(corpus_opt) if corpus_opt else corpus.default_corpus_dir()
+        problems = corpus.verify(self.directory)
+        if problems:
+            raise pytest.UsageError("posenc-ref: corrupt corpus, refusing to run:\n  " + "\n  ".join(problems))
+        self.manifest = corpus.read_manifest(self.directory)
+        path = config.getoption("posenc_expectations")
+        self.expectations = load_expectations(path) if path else []
+        self.timeout = config.getoption("posenc_timeout")
+        self.worker = Worker()
+        self.cache: dict[str, Any] = {}
+
+    def results(self, entry: dict[str, Any]) -> Any:
+        from posenc_ref.runner.engine import run_case
+
+        if entry["id"] not in self.cache:
+            rerun = f"pytest --posenc-adapter={self.spec} -k '{entry['id']}'"
+            self.cache[entry["id"]] = {r.output: r for r in run_case(
+                self.adapter, self.worker, self.directory, entry, self.expectations, self.timeout, rerun)}
+        return self.cache[entry["id"]]
+
+
+class ConformanceItem(pytest.Item):
+    def __init__(self, *, entry: dict[str, Any], output: str, state: _Session, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.entry = entry
+        self.output = output
+        self.state = state
+
+    def runtest(self) -> None:
+        from posenc_ref.runner.engine import FAILING
+        from posenc_ref.runner.report import describe_failure
+
+        result = self.state.results(self.entry)[self.output]
+        if result.status in FAILING:
+            raise ConformanceFailure(describe_failure(result))
+        if result.status in ("not_applicable", "skip"):
+            pytest.skip(f"{result.status}: {result.message}")
+        if result.status == "xfail":
+            pytest.xfail(result.expectation.reason if result.expectation else result.message)
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, ConformanceFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.state.directory / "manifest.json", None, f"{self.entry['id']}[{self.output}]"
+
+
+class ConformanceFailure(Exception):
+    """A (case, output) that did not conform; the message is the runner's failure report."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -k/-m deselection sees the items
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("posenc_adapter"):
+        return
+    state = _Session(config)
+    added = []
+    for entry in state.manifest["cases"]:
+        for output in tuple(entry["outputs"]) or ("error",):
+            added.append(ConformanceItem.from_parent(session, name=f"{entry['id']}[{output}]", entry=entry,
+                                                     output=output, state=state))
+    items.extend(added)

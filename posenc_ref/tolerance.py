@@ -1,0 +1,184 @@
+r"""The tolerance model: how far an implementation computing in dtype ``D`` may be from the truth.
+
+The golden values are float64 roundings of the exact result (see :mod:`posenc_ref.oracle`).
+An element passes when
+
+.. math::
+
+    |a - e| \le n_{ulp}\,\mathrm{ulp}_D(|e|) + \text{floor}
+
+with the floor set by the output's tolerance class:
+
+``exact``
+    Integer outputs (indices, buckets, positions): equal, element for element. Non-finite
+    values (``-inf`` placements) must match exactly in every class.
+``ulp``
+    Values that are copied or computed without a phase (table lookups): floor 0.
+``phase``
+    Outputs ``sin``/``cos`` of a phase :math:`\theta = p\,w`. Rounding ``p`` and ``w`` and the
+    product to a precision :math:`\epsilon` moves the angle by about
+    :math:`\epsilon\,|\theta|`, so the floor is :math:`c\,\epsilon_P\,(1 + |\theta|)` with the
+    element's own phase. ``P`` is ``D`` for float64 and float32; for float16 and bfloat16 it is
+    float32, because angles must be computed in at least float32 and only the result rounded
+    to the narrow type (the vLLM#54620 / gpt-neox#1003 bug class fails by design).
+
+Constants (:data:`POLICIES`) were calibrated on the built-in emulations of typical float32 and
+float16 frameworks, which pass every case with at least 2x headroom (a test), while the
+mutant catalogue (wrong layouts, off-by-one positions, float16 angles, ...) fails (a test).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+Dtype = Literal["float64", "float32", "float16", "bfloat16"]
+DTYPES: Final[tuple[Dtype, ...]] = ("float64", "float32", "float16", "bfloat16")
+
+# (significand bits including the implicit one, minimum normal exponent)
+_FORMATS: Final[dict[str, tuple[int, int]]] = {
+    "float64": (53, -1022),
+    "float32": (24, -126),
+    "float16": (11, -14),
+    "bfloat16": (8, -126),
+}
+
+
+def eps(dtype: Dtype) -> float:
+    """Machine epsilon of ``dtype`` (distance from 1 to the next number)."""
+    return 2.0 ** (1 - _FORMATS[dtype][0])
+
+
+def ulp(values: Any, dtype: Dtype) -> NDArray[np.float64]:
+    """Spacing of ``dtype`` at ``|values|`` (the subnormal spacing below the normal range).
+
+    Examples
+    --------
+    >>> ulp([1.0, 0.75], "float32").tolist() == [2.0**-23, 2.0**-24]
+    True
+    >>> float(ulp(1.0, "bfloat16"))
+    0.0078125
+    """
+    bits, emin = _FORMATS[dtype]
+    magnitude = np.abs(np.asarray(values, dtype=np.float64))
+    _, exponent = np.frexp(magnitude)  # magnitude = m * 2**exponent, m in [0.5, 1)
+    return np.ldexp(1.0, np.maximum(exponent - 1, emin) - bits + 1)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A resolved tolerance: ``n_ulp * ulp_D(|e|) + c_phase * eps_P * (1 + |theta|)``."""
+
+    tolerance_class: str
+    dtype: Dtype
+    n_ulp: float
+    c_phase: float = 0.0
+    phase_dtype: Dtype = "float64"
+
+    def allowed(self, expected: NDArray[np.float64], phase: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        """The allowed absolute error at every element."""
+        bound = self.n_ulp * ulp(expected, self.dtype)
+        if self.tolerance_class == "phase":
+            if phase is None:
+                raise ValueError("a phase tolerance needs the phase of every element")
+            bound = bound + self.c_phase * eps(self.phase_dtype) * (1.0 + np.abs(phase))
+        return np.asarray(bound, dtype=np.float64)
+
+    def describe(self) -> str:
+        if self.tolerance_class == "exact":
+            return "exact"
+        text = f"{self.n_ulp:g} ulp({self.dtype})"
+        if self.tolerance_class == "phase":
+            text += f" + {self.c_phase:g} * eps({self.phase_dtype}) * (1 + |theta|)"
+        return text
+
+
+POLICIES: Final[dict[tuple[str, Dtype], Policy]] = {
+    **{("exact", d): Policy("exact", d, 0.0) for d in DTYPES},
+    ("ulp", "float64"): Policy("ulp", "float64", 2.0),
+    ("ulp", "float32"): Policy("ulp", "float32", 2.0),
+    ("ulp", "float16"): Policy("ulp", "float16", 2.0),
+    ("ulp", "bfloat16"): Policy("ulp", "bfloat16", 2.0),
+    ("phase", "float64"): Policy("phase", "float64", 2.0, 8.0, "float64"),
+    ("phase", "float32"): Policy("phase", "float32", 2.0, 16.0, "float32"),
+    ("phase", "float16"): Policy("phase", "float16", 2.0, 16.0, "float32"),
+    ("phase", "bfloat16"): Policy("phase", "bfloat16", 2.0, 16.0, "float32"),
+}
+"""Policy by (tolerance class, adapter dtype). Documented with its derivation in docs/tolerance.md."""
+
+
+def policy(tolerance_class: str, dtype: Dtype) -> Policy:
+    """The :class:`Policy` for an output's class and an adapter's dtype."""
+    try:
+        return POLICIES[(tolerance_class, dtype)]
+    except KeyError:
+        raise ValueError(f"no tolerance policy for class {tolerance_class!r} and dtype {dtype!r}") from None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdict on one output: whether it passed and where it is worst."""
+
+    passed: bool
+    n_bad: int
+    worst_index: tuple[int, ...] | None
+    expected: float | None
+    actual: float | None
+    abs_error: float
+    rel_error: float
+    ulp_error: float
+    allowed: float
+    headroom: float
+    """Smallest ratio allowed / error over the elements (``inf`` when every element is exact)."""
+
+
+def compare(actual: Any, expected: Any, pol: Policy, phase: Any = None) -> Comparison:
+    """Compare ``actual`` against the golden ``expected`` under ``pol``.
+
+    ``actual`` must already have ``expected``'s shape. Non-finite expected values must be
+    matched exactly; a non-finite actual value where a finite one is expected fails.
+    """
+    e = np.asarray(expected)
+    a = np.asarray(actual)
+    if pol.tolerance_class == "exact":
+        equal = (a == e) | (np.isnan(a.astype(np.float64)) & np.isnan(e.astype(np.float64)))
+        bad = ~equal
+        err = np.where(bad, np.inf, 0.0)
+        allowed = np.zeros(e.shape)
+    else:
+        e64 = e.astype(np.float64)
+        a64 = a.astype(np.float64)
+        finite = np.isfinite(e64)
+        same_nonfinite = ~finite & ((a64 == e64) | (np.isnan(a64) & np.isnan(e64)))
+        with np.errstate(invalid="ignore"):
+            err = np.where(finite, np.abs(a64 - e64), np.where(same_nonfinite, 0.0, np.inf))
+        err = np.where(np.isnan(err), np.inf, err)
+        th = None if phase is None else np.broadcast_to(np.asarray(phase, dtype=np.float64), e.shape)
+        allowed = pol.allowed(np.where(finite, e64, 0.0), th)
+        bad = err > allowed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(err > 0, allowed / np.where(err > 0, err, 1.0), np.inf)
+    n_bad = int(bad.sum())
+    if e.size == 0:
+        return Comparison(True, 0, None, None, None, 0.0, 0.0, 0.0, 0.0, float("inf"))
+    flat = int(np.argmin(ratio))  # the element closest to (or furthest past) its bound
+    index = tuple(int(i) for i in np.unravel_index(flat, e.shape))
+    ev = float(e.reshape(-1)[flat])
+    av = float(a.reshape(-1)[flat])
+    abs_error = float(err.reshape(-1)[flat])
+    unit = float(ulp(ev if np.isfinite(ev) else 0.0, pol.dtype))
+    return Comparison(
+        passed=n_bad == 0,
+        n_bad=n_bad,
+        worst_index=index,
+        expected=ev,
+        actual=av,
+        abs_error=abs_error,
+        rel_error=abs_error / abs(ev) if ev not in (0.0,) and np.isfinite(ev) else abs_error,
+        ulp_error=abs_error / unit,
+        allowed=float(allowed.reshape(-1)[flat]),
+        headroom=float(ratio.min()),
+    )
