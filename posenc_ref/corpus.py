@@ -339,11 +339,13 @@ def load_case(directory: Path, entry: Mapping[str, Any]) -> GoldenCase:
 
 def _ulp_distance(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
     """Largest distance in float64 ulps between two float64 arrays of the same shape."""
-    ia = a.astype(np.float64).view(np.int64)
-    ib = b.astype(np.float64).view(np.int64)
-    ia = np.where(ia < 0, np.int64(-(2**63)) - ia, ia)  # monotone integer order of the floats
-    ib = np.where(ib < 0, np.int64(-(2**63)) - ib, ib)
-    return float(np.abs(ia.astype(np.float64) - ib.astype(np.float64)).max(initial=0.0))
+    def key(x: NDArray[Any]) -> NDArray[np.uint64]:
+        bits = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
+        sign = np.uint64(1 << 63)
+        return np.where(bits & sign, ~bits, bits | sign)  # unsigned keys in the order of the floats
+
+    ka, kb = key(a), key(b)
+    return float(np.where(ka > kb, ka - kb, kb - ka).max(initial=0))
 
 
 def check(directory: Path, *, progress: Progress | None = None) -> list[str]:

@@ -65,7 +65,8 @@ def ulp(values: Any, dtype: Dtype) -> NDArray[np.float64]:
     bits, emin = _FORMATS[dtype]
     magnitude = np.abs(np.asarray(values, dtype=np.float64))
     _, exponent = np.frexp(magnitude)  # magnitude = m * 2**exponent, m in [0.5, 1)
-    return np.ldexp(1.0, np.maximum(exponent - 1, emin) - bits + 1)
+    binade = np.where(magnitude == 0, emin, np.maximum(exponent - 1, emin))
+    return np.ldexp(1.0, binade - bits + 1)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,34 @@ class _Session:
         return self.cache[entry["id"]]
 
 
+_STATE = pytest.StashKey[_Session]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("posenc_adapter", None):
+        state = _Session(config)
+        config.stash[_STATE] = state
+        config.args.append(str(state.directory / "manifest.json"))  # collected by CorpusFile below
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    state = parent.config.stash.get(_STATE, None)
+    if state is not None and file_path == state.directory / "manifest.json":
+        return CorpusFile.from_parent(parent, path=file_path)
+    return None
+
+
+class CorpusFile(pytest.File):
+    """The corpus manifest, collected as one test per (case, output)."""
+
+    def collect(self) -> Any:
+        state = self.config.stash[_STATE]
+        for entry in state.manifest["cases"]:
+            for output in tuple(entry["outputs"]) or ("error",):
+                yield ConformanceItem.from_parent(self, name=f"{entry['id']}[{output}]", entry=entry,
+                                                  output=output, state=state)
+
+
 class ConformanceItem(pytest.Item):
     def __init__(self, *, entry: dict[str, Any], output: str, state: _Session, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -85,21 +113,8 @@ class ConformanceItem(pytest.Item):
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.state.directory / "manifest.json", None, f"{self.entry['id']}[{self.output}]"
+        return self.path, None, ""  # no "domain": pytest would rewrite the dots of case ids as "::"
 
 
 class ConformanceFailure(Exception):
     """A (case, output) that did not conform; the message is the runner's failure report."""
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest's own -k/-m deselection sees the items
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.getoption("posenc_adapter"):
-        return
-    state = _Session(config)
-    added = []
-    for entry in state.manifest["cases"]:
-        for output in tuple(entry["outputs"]) or ("error",):
-            added.append(ConformanceItem.from_parent(session, name=f"{entry['id']}[{output}]", entry=entry,
-                                                     output=output, state=state))
-    items.extend(added)

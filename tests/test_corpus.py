@@ -1,0 +1,168 @@
+"""The shipped corpus is intact and current; damage of every kind is reported by file name."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from posenc_ref import corpus
+from posenc_ref.registry import RETIRED, all_cases
+
+
+def test_shipped_corpus_verifies_and_checks(corpus_dir):
+    assert corpus.verify(corpus_dir) == []
+    start = time.monotonic()
+    assert corpus.check(corpus_dir) == []
+    assert time.monotonic() - start < 10
+
+
+def test_corpus_stays_small(corpus_dir):
+    size = sum(p.stat().st_size for p in corpus_dir.rglob("*") if p.is_file())
+    assert size < 10 * 2**20
+
+
+def test_regenerating_reproduces_the_shipped_corpus_exactly(tmp_path, corpus_dir):
+    """The corpus is generated, never edited: a fresh generation matches it byte for byte."""
+    target = tmp_path / "fresh"
+    manifest = corpus.generate(target)
+    shipped = json.loads((corpus_dir / "manifest.json").read_text())
+    assert manifest == shipped
+    for path in corpus_dir.joinpath("cases").rglob("*.npy"):
+        relative = path.relative_to(corpus_dir)
+        assert (target / relative).read_bytes() == path.read_bytes(), relative
+
+
+def test_regenerating_keeps_stored_inputs(corpus_copy):
+    """Inputs are stored, not seeds: regeneration reuses what is on disk."""
+    entry = next(c for c in corpus.read_manifest(corpus_copy)["cases"] if c["id"] == "sinusoidal.table.base500000.scale0.5")
+    path = corpus_copy / entry["inputs"]["positions"]["file"]
+    np.save(path, np.array([[1, 2, 3], [4, 5, 6]]), allow_pickle=False)  # and the manifest now disagrees
+    corpus.generate(corpus_copy)  # a damaged input is not reused: it is regenerated from the case seed
+    assert corpus.verify(corpus_copy) == []
+
+
+def test_manifest_lists_every_case_with_full_entries(corpus_dir):
+    manifest = corpus.read_manifest(corpus_dir)
+    assert manifest["format_version"] == corpus.FORMAT_VERSION
+    ids = [c["id"] for c in manifest["cases"]]
+    assert ids == [case.id for _, case in all_cases()]
+    assert not set(ids) & {rid for rid, _ in RETIRED}
+    for case in manifest["cases"]:
+        assert case["comment"] and case["level"] in ("must", "should")
+        if case["kind"] == "error":
+            assert case["expected_error"] and not case["outputs"]
+        else:
+            for out in case["outputs"].values():
+                assert out["tolerance"] in ("exact", "ulp", "phase")
+                assert ("phase" in out) == (out["tolerance"] == "phase")
+
+
+def test_required_coverage(corpus_dir):
+    manifest = corpus.read_manifest(corpus_dir)
+    positions = set()
+    for case in manifest["cases"]:
+        if case["op"] == "sinusoidal.table" and case["kind"] != "error":
+            positions |= set(np.load(corpus_dir / case["inputs"]["positions"]["file"]).reshape(-1).tolist())
+    assert {0, 10**4, 10**5, 10**6} <= positions
+    by_op = {}
+    for case in manifest["cases"]:
+        by_op.setdefault(case["op"], []).append(case)
+    pairs = {(c["params"]["ladder"], c["params"]["layout"]) for c in by_op["sinusoidal.table"] if c["kind"] != "error"}
+    assert len(pairs) == 6
+    policies = {c["params"]["odd_width"] for c in by_op["sinusoidal.table"] if c["params"]["dim"] % 2}
+    assert {"error", "zero_pad_last", "sin_gets_extra"} <= policies
+    shapes = [(len(set(np.load(corpus_dir / c["inputs"]["ys"]["file"]).tolist())),
+               len(set(np.load(corpus_dir / c["inputs"]["xs"]["file"]).tolist())))
+              for c in by_op["grid2d.sincos"] if c["kind"] != "error"]
+    assert any(h > 1 and w > 1 and h != w for h, w in shapes)  # a non-square grid
+    tokens = [np.load(corpus_dir / c["inputs"]["tokens"]["file"]) for c in by_op["sinusoidal.fairseq"] if c["kind"] != "error"]
+    assert any((t[:, 0] == 1).any() and (t[:, -1] != 1).all() for t in tokens)  # a left-padded batch
+
+
+def _entry(directory, case_id):
+    return next(c for c in corpus.read_manifest(directory)["cases"] if c["id"] == case_id)
+
+
+CASE = "sinusoidal.table.d6.position1.known_answer"
+
+
+def test_modified_array_is_a_hash_mismatch(corpus_copy):
+    path = corpus_copy / _entry(corpus_copy, CASE)["outputs"]["table"]["file"]
+    data = np.load(path)
+    data[0, 0] += 1e-16
+    np.save(path, data, allow_pickle=False)
+    problems = corpus.verify(corpus_copy)
+    assert problems == [f"cases/{CASE}/expected.table.npy: sha256 mismatch (modified or corrupt)"]
+    assert corpus.check(corpus_copy) == problems
+    with pytest.raises(corpus.CorpusError, match="sha256 mismatch"):
+        corpus.load_case(corpus_copy, _entry(corpus_copy, CASE))
+
+
+def test_truncated_file(corpus_copy):
+    path = corpus_copy / _entry(corpus_copy, CASE)["inputs"]["positions"]["file"]
+    path.write_bytes(path.read_bytes()[:-4])
+    (problem,) = corpus.verify(corpus_copy)
+    assert problem.startswith(f"cases/{CASE}/input.positions.npy: unreadable")
+
+
+def test_pickled_object_array(corpus_copy):
+    path = corpus_copy / _entry(corpus_copy, CASE)["inputs"]["positions"]["file"]
+    np.save(path, np.array([1, "x"], dtype=object), allow_pickle=True)
+    assert corpus.verify(corpus_copy) == [f"cases/{CASE}/input.positions.npy: holds pickled objects"]
+
+
+def test_wrong_shape_or_dtype(corpus_copy):
+    path = corpus_copy / _entry(corpus_copy, CASE)["inputs"]["positions"]["file"]
+    np.save(path, np.array([1.0]), allow_pickle=False)
+    (problem,) = corpus.verify(corpus_copy)
+    assert "holds float64[1], the manifest says int64[1]" in problem
+
+
+def test_unlisted_and_missing_files(corpus_copy):
+    (corpus_copy / "cases" / CASE / "extra.npy").write_bytes(b"")
+    path = corpus_copy / _entry(corpus_copy, CASE)["outputs"]["table"]["file"]
+    path.unlink()
+    assert sorted(corpus.verify(corpus_copy)) == sorted([
+        f"cases/{CASE}/expected.table.npy: listed in the manifest but missing",
+        f"cases/{CASE}/extra.npy: present on disk but not listed in the manifest",
+    ])
+
+
+def test_broken_manifest(corpus_copy):
+    path = corpus_copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["cases"][0]["comment"]
+    manifest["cases"][1]["id"] = manifest["cases"][2]["id"]
+    path.write_text(json.dumps(manifest))
+    problems = corpus.verify(corpus_copy)
+    assert any("'comment' missing" in p for p in problems)
+    assert any("duplicate id" in p for p in problems)
+    path.write_text("{not json")
+    assert corpus.verify(corpus_copy)[0].startswith("manifest.json: not valid JSON")
+    path.unlink()
+    assert "no manifest.json" in corpus.verify(corpus_copy)[0]
+
+
+def test_check_detects_a_stale_expected_value(corpus_copy):
+    """A self-consistent but wrong corpus (hash updated) is caught by recomputation."""
+    path = corpus_copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    entry = next(c for c in manifest["cases"] if c["id"] == CASE)
+    item = entry["outputs"]["table"]
+    data = np.load(corpus_copy / item["file"])
+    data[0, 1] = np.nextafter(np.nextafter(np.nextafter(data[0, 1], 2), 2), 2)
+    np.save(corpus_copy / item["file"], data, allow_pickle=False)
+    item["sha256"] = corpus.array_sha256(data)
+    path.write_text(json.dumps(manifest))
+    assert corpus.verify(corpus_copy) == []
+    assert corpus.check(corpus_copy) == [f"{CASE}/table: recomputed oracle is 3 ulp from the stored value"]
+
+
+def test_check_detects_registry_drift(corpus_copy):
+    path = corpus_copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["cases"][0]["params"]["base"] = 20000.0
+    path.write_text(json.dumps(manifest))
+    (problem,) = corpus.check(corpus_copy)
+    assert "params differ" in problem

@@ -1,0 +1,63 @@
+"""The pytest plugin, exercised in a scratch project."""
+
+import pytest
+
+ADAPTER = '''
+import numpy as np
+from posenc_ref.registry import get_op
+
+
+class Shifted:
+    name = "shifted"
+    dtype = "float32"
+    capabilities = {"sinusoidal.table": {}}
+
+    def run(self, op, params, inputs):
+        record = get_op(op)
+        return record.call(params, {"positions": np.asarray(inputs["positions"]) + 1})
+
+
+ADAPTER = Shifted
+'''
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(my_adapter=ADAPTER)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_plugin_is_silent_without_the_option(project):
+    project.makepyfile(test_nothing="def test_one():\n    assert True\n")
+    result = project.runpytest()
+    result.assert_outcomes(passed=1)
+
+
+def test_one_test_per_case_output_with_case_ids(project):
+    result = project.runpytest("--posenc-adapter=numpy", "-k", "learned")
+    result.assert_outcomes(passed=11)
+    result = project.runpytest("--posenc-adapter=numpy",
+                               "-k", "sinusoidal.fairseq.left_padded", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*::sinusoidal.fairseq.left_padded.d8?positions? PASSED*",
+                                 "*::sinusoidal.fairseq.left_padded.d8?embedding? PASSED*"])
+
+
+def test_failures_carry_the_runner_report_and_not_applicable_skips(project):
+    result = project.runpytest("--posenc-adapter=my_adapter:ADAPTER",
+                               "-k", "known_answer or learned.lookup.bert")
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines([
+        "*FAIL sinusoidal.table.d6.position1.known_answer ?table?*",
+        "*diagnosis: matches the reference with positions + 1 (off by one)*",
+        "*rerun:     pytest --posenc-adapter=my_adapter:ADAPTER -k*",
+    ])
+
+
+def test_expectations_turn_failures_into_xfail(project):
+    project.makefile(".toml", exp='[[expectation]]\nid = "sinusoidal.table.d6.*"\nstatus = "xfail"\n'
+                                  'reason = "positions start at 1"\nlink = "https://example.org/1"\n')
+    result = project.runpytest("--posenc-adapter=my_adapter:ADAPTER",
+                               "--posenc-expectations=exp.toml", "-k", "known_answer")
+    result.assert_outcomes(xfailed=1)
