@@ -212,7 +212,7 @@ def manifest_problems(manifest: Any) -> list[str]:
         for key, kind in _CASE_KEYS.items():
             if not isinstance(case.get(key), kind):
                 problems.append(f"{where} ({case.get('id')}): {key!r} missing or not a {kind.__name__}")
-        cid = case.get("id")
+        cid = str(case.get("id"))
         if cid in seen:
             problems.append(f"{where}: duplicate id {cid!r}")
         if cid in retired:

@@ -83,7 +83,7 @@ def grid_coords(height: int, width: int, *, origin: int = 0) -> tuple[NDArray[np
     return ys + origin, xs + origin
 
 
-def _axis_angles(func: str, ys: Any, xs: Any, dim: int, base: float, ladder: str) -> tuple[
+def _axis_angles(func: str, ys: Any, xs: Any, dim: int, base: float, ladder: Ladder) -> tuple[
     NDArray[np.float64], NDArray[np.float64]
 ]:
     y = check_positions(func, "ys", ys)
@@ -94,8 +94,8 @@ def _axis_angles(func: str, ys: Any, xs: Any, dim: int, base: float, ladder: str
     return y.astype(np.float64)[..., None] * w, x.astype(np.float64)[..., None] * w
 
 
-def _validate(func: str, dim: Any, axis_order: Any, block_layout: Any) -> int:
-    dim = check_int(func, "dim", dim, minimum=4)
+def _validate(func: str, value: Any, axis_order: Any, block_layout: Any) -> int:
+    dim = check_int(func, "dim", value, minimum=4)
     if dim % 4:
         raise SpecError(f"{func}: dim must be a multiple of 4, got dim={dim}")
     check_choice(func, "axis_order", axis_order, AXIS_ORDERS)

@@ -73,8 +73,8 @@ LAYOUTS: Final = ("interleaved", "concat_sin_cos", "concat_cos_sin")
 ODD_WIDTHS: Final = ("error", "zero_pad_last", "sin_gets_extra")
 
 
-def _validate(func: str, dim: Any, base: Any, ladder: Any, odd_width: Any, *, minimum: int = 1) -> int:
-    dim = check_int(func, "dim", dim, minimum=minimum)
+def _validate(func: str, value: Any, base: Any, ladder: Any, odd_width: Any, *, minimum: int = 1) -> int:
+    dim = check_int(func, "dim", value, minimum=minimum)
     check_float(func, "base", base, positive=True)
     check_choice(func, "ladder", ladder, LADDERS)
     check_choice(func, "odd_width", odd_width, ODD_WIDTHS)
@@ -291,7 +291,8 @@ def fairseq_positions(tokens: Any, /, *, padding_idx: int, past_length: int = 0)
             )
         return np.full(ids.shape, padding_idx + past_length + 1, dtype=np.int64)
     real = (ids != padding_idx).astype(np.int64)
-    return np.cumsum(real, axis=1) * real + padding_idx
+    rows: NDArray[np.int64] = np.cumsum(real, axis=1) * real + padding_idx
+    return rows
 
 
 def fairseq_sinusoidal(

@@ -66,7 +66,8 @@ def ulp(values: Any, dtype: Dtype) -> NDArray[np.float64]:
     magnitude = np.abs(np.asarray(values, dtype=np.float64))
     _, exponent = np.frexp(magnitude)  # magnitude = m * 2**exponent, m in [0.5, 1)
     binade = np.where(magnitude == 0, emin, np.maximum(exponent - 1, emin))
-    return np.ldexp(1.0, binade - bits + 1)
+    spacing: NDArray[np.float64] = np.ldexp(1.0, binade - bits + 1)
+    return spacing
 
 
 @dataclass(frozen=True)

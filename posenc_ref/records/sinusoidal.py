@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import sinusoidal as sn
+from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param
 
 CITATION = "Vaswani et al. 2017, Attention Is All You Need, arXiv:1706.03762, section 3.5"
@@ -97,7 +98,7 @@ def _table_cases() -> tuple[Case, ...]:
              {"positions": np.array([0.0, 2.0, 7.0])},
              "whole-number float positions are the integers they equal", kind="edge"),
     ]
-    errors = [
+    errors: list[tuple[str, dict[str, Any], dict[str, Any], ErrorCategory, str]] = [
         ("odd_dim_error_policy", {"dim": 7}, _positions(0), "invalid_argument", "odd width under odd_width='error'"),
         ("non_integer_position", {"dim": 8}, {"positions": np.array([0.0, 2.5])}, "invalid_argument",
          "a fractional position"),

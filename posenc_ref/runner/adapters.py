@@ -109,7 +109,7 @@ class EmulatedAdapter:
         self.name = name
         self.dtype = dtype
         self.angle_dtype = angle_dtype
-        self.capabilities = {op: {} for op in EMULATIONS}
+        self.capabilities: dict[str, dict[str, tuple[Any, ...]]] = {op: {} for op in EMULATIONS}
 
     def run(self, op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         return emulate(op, params, inputs, output_dtype=self.dtype, angle_dtype=self.angle_dtype)  # type: ignore[arg-type]

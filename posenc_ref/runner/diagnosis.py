@@ -12,7 +12,7 @@ own tolerance):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -25,27 +25,23 @@ from posenc_ref.tolerance import Dtype, compare, policy
 
 
 def _alternatives(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
-                  dtype: Dtype) -> Iterator[tuple[str, Callable[[], tuple[dict[str, Any], dict[str, Any], Mapping[str, Any]]]]]:
+                  dtype: Dtype) -> Iterator[tuple[str, dict[str, Any], Mapping[str, Any], Dtype | None]]:
+    """``(label, params, inputs, angle dtype)``; an angle dtype means the low-precision emulation."""
     for param in op.conventions:
         for value in param.choices:
             if param.name in params and value != params[param.name]:
-                changed = {**params, param.name: value}
-                yield f"matches the reference under {param.name}={value!r}", (
-                    lambda changed=changed: (op.call(changed, inputs), changed, inputs))
+                yield f"matches the reference under {param.name}={value!r}", {**params, param.name: value}, inputs, None
     groups = [op.position_inputs] + ([(name,) for name in op.position_inputs] if len(op.position_inputs) > 1 else [])
     for group in groups:
         for delta in (1, -1):
             shifted = {**inputs, **{name: np.asarray(inputs[name]) + delta for name in group}}
             label = "positions" if group == ("positions",) else " and ".join(group)
-            yield f"matches the reference with {label} {'+' if delta > 0 else '-'} 1 (off by one)", (
-                lambda shifted=shifted: (op.call(params, shifted), dict(params), shifted))
+            yield f"matches the reference with {label} {'+' if delta > 0 else '-'} 1 (off by one)", dict(params), shifted, None
     if op.name in EMULATIONS:
         angle_dtypes: tuple[Dtype, ...] = ("float32", "float16") if dtype == "float64" else ("float16",)
         for angles in angle_dtypes:
             note = " (the adapter declares float64)" if angles == "float32" else ""
-            yield f"matches the reference computed with {angles} angles{note}", (
-                lambda angles=angles: (emulate(op.name, params, inputs, output_dtype="float32", angle_dtype=angles),
-                                       dict(params), inputs))
+            yield f"matches the reference computed with {angles} angles{note}", dict(params), inputs, angles
 
 
 def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
@@ -53,9 +49,12 @@ def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArr
     """Known mistakes that explain every failing output in ``failing`` (name -> actual array)."""
     found = []
     outputs = {out.name: out for out in op.outputs}
-    for label, compute in _alternatives(op, params, inputs, dtype):
+    for label, cparams, cinputs, angles in _alternatives(op, params, inputs, dtype):
         try:
-            candidate, cparams, cinputs = compute()
+            if angles is None:
+                candidate = op.call(cparams, cinputs)
+            else:
+                candidate = emulate(op.name, cparams, cinputs, output_dtype="float32", angle_dtype=angles)
         except (SpecError, ValueError, TypeError, FloatingPointError):
             continue
         matched = True

@@ -45,12 +45,14 @@ def to_dtype(values: NDArray[Any], dtype: Dtype) -> NDArray[Any]:
 def _lowp_frequencies(w64: NDArray[np.float64], base: float, ct: type) -> NDArray[Any]:
     """``1 / base ** e`` in dtype ``ct`` with ``e = log(1/w) / log(base)`` rounded to ``ct``."""
     exponent = (np.log(1.0 / np.where(w64 > 0, w64, 1.0)) / np.log(base)).astype(ct)
-    return (ct(1.0) / np.power(ct(base), exponent)).astype(ct)
+    frequencies: NDArray[Any] = (ct(1.0) / np.power(ct(base), exponent)).astype(ct)
+    return frequencies
 
 
 def _sin_cos(angles: NDArray[Any], is_cos: NDArray[np.bool_], is_zero: NDArray[np.bool_]) -> NDArray[Any]:
-    values = np.where(is_cos, np.cos(angles), np.sin(angles))
-    return np.where(is_zero, values.dtype.type(0), values)
+    values: NDArray[Any] = np.where(is_cos, np.cos(angles), np.sin(angles))
+    result: NDArray[Any] = np.where(is_zero, values.dtype.type(0), values)
+    return result
 
 
 def _sinusoid_columns(params: Mapping[str, Any]) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
@@ -63,10 +65,11 @@ def _sinusoid_columns(params: Mapping[str, Any]) -> tuple[NDArray[np.float64], N
 
 def _sinusoid(positions: NDArray[Any], params: Mapping[str, Any], ct: type, at: type) -> NDArray[Any]:
     w, is_cos, is_zero = _sinusoid_columns(params)
-    w_lowp = _lowp_frequencies(w, float(params.get("base", 10000.0)), ct).astype(at)
-    pos = (np.asarray(positions).astype(np.int64) + int(params.get("position_offset", 0))).astype(at)
-    table = _sin_cos(pos[..., None] * w_lowp, is_cos, is_zero).astype(ct)
-    return table * ct(params.get("scale", 1.0))
+    w_lowp: NDArray[Any] = _lowp_frequencies(w, float(params.get("base", 10000.0)), ct).astype(at)
+    pos: NDArray[Any] = (np.asarray(positions).astype(np.int64) + int(params.get("position_offset", 0))).astype(at)
+    table: NDArray[Any] = _sin_cos(pos[..., None] * w_lowp, is_cos, is_zero).astype(ct)
+    scaled: NDArray[Any] = table * ct(params.get("scale", 1.0))
+    return scaled
 
 
 def _sinusoidal_table(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[str, NDArray[Any]]:
@@ -91,14 +94,14 @@ def _grid2d(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: t
     base = float(params.get("base", 10000.0))
     wy = _lowp_frequencies(along_y, base, ct).astype(at) * (along_y > 0)
     wx = _lowp_frequencies(along_x, base, ct).astype(at) * (along_x > 0)
-    ys = np.asarray(inputs["ys"]).astype(at)[..., None]
-    xs = np.asarray(inputs["xs"]).astype(at)[..., None]
+    ys: NDArray[Any] = np.asarray(inputs["ys"]).astype(at)[..., None]
+    xs: NDArray[Any] = np.asarray(inputs["xs"]).astype(at)[..., None]
     angles = ys * wy.astype(at) + xs * wx.astype(at)  # each column has one nonzero axis
     return {"table": _sin_cos(angles, is_cos, np.zeros_like(is_cos)).astype(ct)}
 
 
 def _learned(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[str, NDArray[Any]]:
-    table = np.asarray(inputs["table"]).astype(ct)
+    table: NDArray[Any] = np.asarray(inputs["table"]).astype(ct)
     return {"rows": learned.learned_lookup(table, inputs["positions"], **params).astype(ct)}
 
 

@@ -54,7 +54,7 @@ def _parse_text(path: Path) -> Any:
         import tomllib as toml
     except ModuleNotFoundError:
         try:
-            import tomli as toml  # type: ignore[no-redef]
+            import tomli as toml  # type: ignore[no-redef,import-not-found,unused-ignore]
         except ModuleNotFoundError:
             raise ExpectationsError(f"{path}: TOML needs Python 3.11+ or the tomli package; or write JSON") from None
     return toml.loads(text)

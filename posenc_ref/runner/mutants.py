@@ -43,7 +43,7 @@ class _MutantAdapter:
         self.mutant = mutant
         self.name = f"mutant:{mutant.name}"
         self.dtype = mutant.dtype
-        self.capabilities = {op: {} for op in mutant.ops}
+        self.capabilities: dict[str, dict[str, tuple[Any, ...]]] = {op: {} for op in mutant.ops}
 
     def run(self, op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
         return self.mutant.run(op, params, inputs)
