@@ -94,7 +94,8 @@ def _expected_error(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str
         op.call(params, inputs)
     except SpecError as exc:
         if exc.category != case.error:
-            raise RuntimeError(f"{case.id}: the reference raised {exc.category}, the case declares {case.error}") from exc
+            raise RuntimeError(f"{case.id}: the reference raised {exc.category}, "
+                               f"the case declares {case.error}") from exc
         return
     raise RuntimeError(f"{case.id}: the reference raised nothing, the case declares {case.error}")
 
@@ -201,7 +202,8 @@ def manifest_problems(manifest: Any) -> list[str]:
         if not isinstance(manifest.get(key), kind):
             problems.append(f"manifest.json: {key!r} missing or not a {kind.__name__}")
     if manifest.get("format_version") not in (None, FORMAT_VERSION) and isinstance(manifest.get("format_version"), str):
-        problems.append(f"manifest.json: format_version {manifest['format_version']!r}, this reader knows {FORMAT_VERSION!r}")
+        problems.append(f"manifest.json: format_version {manifest['format_version']!r}, "
+                        f"this reader knows {FORMAT_VERSION!r}")
     seen: set[str] = set()
     retired = {r.get("id") for r in manifest.get("retired", []) if isinstance(r, dict)}
     for i, case in enumerate(manifest.get("cases", []) if isinstance(manifest.get("cases"), list) else []):

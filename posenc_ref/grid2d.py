@@ -89,7 +89,8 @@ def _axis_angles(func: str, ys: Any, xs: Any, dim: int, base: float, ladder: Lad
     y = check_positions(func, "ys", ys)
     x = check_positions(func, "xs", xs)
     if y.shape != x.shape:
-        raise SpecError(f"{func}: ys and xs must have the same shape, got {y.shape} and {x.shape}", category="invalid_shape")
+        raise SpecError(f"{func}: ys and xs must have the same shape, got {y.shape} and {x.shape}",
+                        category="invalid_shape")
     w = sinusoidal_frequencies(dim=dim // 2, base=base, ladder=ladder)  # (D/4,)
     return y.astype(np.float64)[..., None] * w, x.astype(np.float64)[..., None] * w
 

@@ -35,7 +35,7 @@ def test_regenerating_reproduces_the_shipped_corpus_exactly(tmp_path, corpus_dir
 
 def test_regenerating_keeps_stored_inputs(corpus_copy):
     """Inputs are stored, not seeds: regeneration reuses what is on disk."""
-    entry = next(c for c in corpus.read_manifest(corpus_copy)["cases"] if c["id"] == "sinusoidal.table.base500000.scale0.5")
+    entry = _entry(corpus_copy, "sinusoidal.table.base500000.scale0.5")
     path = corpus_copy / entry["inputs"]["positions"]["file"]
     np.save(path, np.array([[1, 2, 3], [4, 5, 6]]), allow_pickle=False)  # and the manifest now disagrees
     corpus.generate(corpus_copy)  # a damaged input is not reused: it is regenerated from the case seed
@@ -76,7 +76,8 @@ def test_required_coverage(corpus_dir):
                len(set(np.load(corpus_dir / c["inputs"]["xs"]["file"]).tolist())))
               for c in by_op["grid2d.sincos"] if c["kind"] != "error"]
     assert any(h > 1 and w > 1 and h != w for h, w in shapes)  # a non-square grid
-    tokens = [np.load(corpus_dir / c["inputs"]["tokens"]["file"]) for c in by_op["sinusoidal.fairseq"] if c["kind"] != "error"]
+    tokens = [np.load(corpus_dir / c["inputs"]["tokens"]["file"])
+              for c in by_op["sinusoidal.fairseq"] if c["kind"] != "error"]
     assert any((t[:, 0] == 1).any() and (t[:, -1] != 1).all() for t in tokens)  # a left-padded batch
 
 

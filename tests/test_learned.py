@@ -32,7 +32,8 @@ def test_roberta_rows_come_from_fairseq_positions():
 
 def test_out_of_range_raises_naming_position_and_table_size():
     table = np.zeros((20, 4))
-    with pytest.raises(SpecError, match=r"position 20 \(row 20 with offset=0\) at index \(1,\) is beyond the table of 20 rows") as info:
+    message = r"position 20 \(row 20 with offset=0\) at index \(1,\) is beyond the table of 20 rows"
+    with pytest.raises(SpecError, match=message) as info:
         learned_lookup(table, [3, 20])
     assert info.value.category == "out_of_range"
     with pytest.raises(SpecError, match="row 21 with offset=2"):

@@ -36,7 +36,8 @@ def _alternatives(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, 
         for delta in (1, -1):
             shifted = {**inputs, **{name: np.asarray(inputs[name]) + delta for name in group}}
             label = "positions" if group == ("positions",) else " and ".join(group)
-            yield f"matches the reference with {label} {'+' if delta > 0 else '-'} 1 (off by one)", dict(params), shifted, None
+            sign = "+" if delta > 0 else "-"
+            yield f"matches the reference with {label} {sign} 1 (off by one)", dict(params), shifted, None
     if op.name in EMULATIONS:
         angle_dtypes: tuple[Dtype, ...] = ("float32", "float16") if dtype == "float64" else ("float16",)
         for angles in angle_dtypes:

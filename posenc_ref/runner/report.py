@@ -36,7 +36,8 @@ def describe_failure(r: Result) -> str:
             f"  tolerance: {c.allowed:.3g} here = {r.tolerance} [{r.tolerance_source}]; headroom {c.headroom:.3g}",
         ]
     if (r.status == "fail" and c is not None) or r.diagnosis:
-        lines.append("  diagnosis: " + ("; ".join(r.diagnosis) if r.diagnosis else "no known convention mistake matches"))
+        found = "; ".join(r.diagnosis) if r.diagnosis else "no known convention mistake matches"
+        lines.append(f"  diagnosis: {found}")
     if r.expectation is not None:
         lines.append(f"  expected:  {r.expectation.status} per {r.expectation.source}: {r.expectation.reason} "
                      f"({r.expectation.link})")
@@ -142,7 +143,8 @@ def to_junit(runs: Sequence[Run]) -> str:
             case = ET.SubElement(suite, "testcase", classname=r.op, name=f"{r.case_id}[{r.output}]",
                                  time=f"{r.seconds:.6f}")
             if r.status in ("fail", "wrong_error", "xpass"):
-                ET.SubElement(case, "failure", message=f"{r.status}: {r.message or r.case_id}").text = describe_failure(r)
+                failure = ET.SubElement(case, "failure", message=f"{r.status}: {r.message or r.case_id}")
+                failure.text = describe_failure(r)
             elif r.status == "error":
                 ET.SubElement(case, "error", message=r.message).text = describe_failure(r)
             elif r.status in ("not_applicable", "skip", "xfail"):

@@ -1,33 +1,19 @@
-"""The independent oracle: mpmath twins of the reference formulas.
+"""mpmath twins of the absolute-position formulas (:mod:`posenc_ref.sinusoidal`, ``grid2d``, ``learned``).
 
-Every expected float in the golden corpus comes from here, computed with mpmath at
-:data:`DPS` significant digits and rounded once, to nearest, to float64. The twins are written
-element by element from the published formula (a column is *defined* here, not sliced), so a
-slip in the vectorised NumPy reference shows up as a disagreement instead of being copied into
-the corpus. Integer outputs are recomputed with plain Python integers.
-
-Only this module and :mod:`posenc_ref.derivations` import mpmath or sympy.
+Each column is *defined* here from the published formula, element by element, rather than
+sliced as the NumPy reference does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import mpmath
 import numpy as np
-from mpmath.libmp import to_float
 from numpy.typing import NDArray
 
-DPS: Final = 50
-"""Working precision in decimal digits (>= 40 after the phase of a position near 10^6)."""
-
-Oracle = Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], dict[str, NDArray[Any]]]
-
-
-def _round(value: mpmath.mpf) -> float:
-    """Round an mpmath number once, to nearest even, to float64."""
-    return float(to_float(mpmath.mpf(value)._mpf_, rnd="n"))
+from posenc_ref.oracle._common import Oracle, to_float64
 
 
 def _column_rule(dim: int, layout: str, odd_width: str) -> tuple[int, list[tuple[str, int]]]:
@@ -67,7 +53,7 @@ def _sinusoid_rows(positions: NDArray[np.int64], dim: int, base: float, ladder: 
             else:
                 angle = mpmath.mpf(p) * freqs[k]
                 value = mpmath.sin(angle) if kind == "sin" else mpmath.cos(angle)
-            flat[row, j] = _round(value * mpmath.mpf(scale))
+            flat[row, j] = to_float64(value * mpmath.mpf(scale))
     return out
 
 
@@ -122,7 +108,7 @@ def grid2d(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dic
                 coord = first if j < 2 * quarter else second
                 kind, k = ("sin" if j % 2 == 0 else "cos"), (j % (2 * quarter)) // 2
             angle = mpmath.mpf(coord) * freqs[k]
-            out[row, j] = _round(mpmath.sin(angle) if kind == "sin" else mpmath.cos(angle))
+            out[row, j] = to_float64(mpmath.sin(angle) if kind == "sin" else mpmath.cos(angle))
     return {"table": out.reshape(np.asarray(inputs["ys"]).shape + (dim,))}
 
 
@@ -146,8 +132,3 @@ ORACLES: Final[dict[str, Oracle]] = {
     "learned.lookup": learned_lookup,
 }
 
-
-def expected(op_name: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
-    """The oracle's outputs for ``op_name``; ``KeyError`` when the op has no oracle."""
-    with mpmath.workdps(DPS):
-        return ORACLES[op_name](params, inputs)

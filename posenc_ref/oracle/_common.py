@@ -1,0 +1,21 @@
+"""Shared pieces of the oracle: precision, the single rounding, the oracle signature."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import mpmath
+from mpmath.libmp import to_float
+from numpy.typing import NDArray
+
+DPS: Final = 50
+"""Working precision in decimal digits (>= 40 after the phase of a position near 10^6)."""
+
+Oracle = Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], dict[str, NDArray[Any]]]
+"""An oracle takes the case's full parameters and inputs and returns every output."""
+
+
+def to_float64(value: Any) -> float:
+    """Round an mpmath number once, to nearest even, to float64."""
+    return float(to_float(mpmath.mpf(value)._mpf_, rnd="n"))

@@ -1,0 +1,37 @@
+"""Shared pieces of the low-precision emulations: rounding to narrow dtypes, float32 frequencies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref.tolerance import Dtype
+
+Emulation = Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]], type, type], dict[str, NDArray[Any]]]
+"""``(params, inputs, compute dtype, angle dtype) -> outputs``."""
+
+
+def round_bfloat16(values: NDArray[Any]) -> NDArray[np.float32]:
+    """Round float32 values to the nearest bfloat16 (ties to even), returned as float32."""
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def to_dtype(values: NDArray[Any], dtype: Dtype) -> NDArray[Any]:
+    """Round to ``dtype`` (bfloat16 is carried in float32)."""
+    if dtype == "bfloat16":
+        return round_bfloat16(np.asarray(values, dtype=np.float32))
+    return np.asarray(values).astype(dtype)
+
+
+def lowp_frequencies(w64: NDArray[np.float64], base: float, ct: type) -> NDArray[Any]:
+    """``1 / base ** e`` in dtype ``ct`` with ``e = log(1/w) / log(base)`` rounded to ``ct``."""
+    exponent = (np.log(1.0 / np.where(w64 > 0, w64, 1.0)) / np.log(base)).astype(ct)
+    frequencies: NDArray[Any] = (ct(1.0) / np.power(ct(base), exponent)).astype(ct)
+    return frequencies
+
+

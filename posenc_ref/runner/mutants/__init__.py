@@ -1,0 +1,21 @@
+"""The mutant catalogue: deliberately wrong implementations, one per bug class seen in the wild.
+
+Every mutant must fail at least one golden case, and the reference must pass them all (both
+are tests). Where the mistake is a known convention slip, the runner's diagnosis must name it;
+``Mutant.diagnosis`` holds the phrase it must contain. Run one with
+``posenc-ref conformance mutant:NAME`` to see what a user with that bug sees. One module per
+scheme family.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from posenc_ref.runner.mutants import absolute
+from posenc_ref.runner.mutants._common import Mutant
+
+MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
+    *absolute.MUTANTS,
+)}
+
+__all__ = ["MUTANTS", "Mutant"]
