@@ -109,6 +109,28 @@ def _cmd_golden(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_derive(args: argparse.Namespace) -> int:
+    from posenc_ref import derivations
+    from posenc_ref.derivations import render
+
+    names = [args.claim] if args.claim else list(derivations.REQUIRED)
+    if args.claim and args.claim not in derivations.REQUIRED:
+        print(f"posenc-ref derive: unknown claim {args.claim!r} (see `posenc-ref derive`)", file=sys.stderr)
+        return 2
+    failed = 0
+    for name in names:
+        result = derivations.verdict(name, numeric=args.check)
+        failed += result.status == "failed"
+        print(f"{result.status:<8} {name:<40} {result.detail}")
+        if args.claim and name in {c.name for c in derivations.CLAIMS}:
+            claim = derivations.get_claim(name)
+            print(f"\n  {claim.title}\n  {claim.statement}\n  source: {claim.source}")
+    if args.write:
+        written = render.write(Path(args.write))
+        print(f"wrote {len(written)} pages to {args.write}")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="posenc-ref",
@@ -136,6 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_golden.add_argument("--corpus", metavar="PATH", help="corpus directory (default: the bundled corpus)")
     p_golden.set_defaults(func=_cmd_golden)
+
+    p_derive = sub.add_parser("derive", help="check the sympy derivations and render them as docs")
+    p_derive.add_argument("claim", nargs="?", metavar="CLAIM", help="one claim (default: every required claim)")
+    p_derive.add_argument("--check", action="store_true",
+                          help="also run the numeric tie-back against the reference and the fixed values")
+    p_derive.add_argument("--write", metavar="DIR", nargs="?", const="docs/derivations",
+                          help="write the Markdown pages (default DIR: docs/derivations)")
+    p_derive.set_defaults(func=_cmd_derive)
 
     from posenc_ref.runner.cli import add_conformance_parser
 
