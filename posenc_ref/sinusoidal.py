@@ -18,7 +18,7 @@ Ladders (``d`` is the encoded width, ``n = ceil(d/2)`` the number of distinct fr
 Conventions
 -----------
 * Positions are explicit integers, origin 0; ``position_offset`` is added first (marian-nmt
-  ``start``, tensor2tensor ``start_index``). Negative positions are errors.
+  ``start``, tensor2tensor ``start_index``). ``positions + position_offset`` must be >= 0.
 * ``ladder``: ``"paper"`` (DistilBERT, HF Marian, Transformer-XL R) or ``"t2t"``
   (tensor2tensor, fairseq, M2M100, FSMT, Whisper, marian-nmt).
 * ``layout``: ``"interleaved"`` (paper, DistilBERT), ``"concat_sin_cos"`` (tensor2tensor,

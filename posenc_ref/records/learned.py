@@ -13,7 +13,6 @@ _TOKENS = np.array([[1, 1, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10]], dtype=np.int64)
 
 
 def _cases() -> tuple[Case, ...]:
-    roberta_rows = fairseq_positions(_TOKENS, padding_idx=1) - 2  # positions whose row (offset 2) is cumsum + 1
     return (
         Case("learned.lookup.bert.p0-11", {}, {"table": _TABLE, "positions": np.arange(12)},
              "BERT/GPT-2: offset 0, positions 0..11"),
@@ -21,9 +20,9 @@ def _cases() -> tuple[Case, ...]:
              "decoding with a cache: positions past_len + 0..L-1 up to the last row", kind="edge"),
         Case("learned.lookup.bart.offset2", {"offset": 2}, {"table": _TABLE, "positions": np.arange(6)},
              "BART/OPT: row = position + 2"),
-        Case("learned.lookup.roberta.left_padded", {"offset": 2},
-             {"table": _TABLE, "positions": np.maximum(roberta_rows, -1) + 1},
-             "RoBERTa left padding: padding reads row 1 (position -1 + 2), real tokens from row 2",
+        Case("learned.lookup.roberta.left_padded", {},
+             {"table": _TABLE, "positions": fairseq_positions(_TOKENS, padding_idx=1)},
+             "RoBERTa left padding: rows from the fairseq rule (padding reads row 1, real tokens from row 2)",
              kind="edge"),
         Case("learned.lookup.clamp", {"out_of_range": "clamp"},
              {"table": _TABLE, "positions": np.array([0, 19, 20, 1000])},

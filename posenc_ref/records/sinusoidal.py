@@ -44,8 +44,10 @@ def _table_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) 
 def _fairseq_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
     rows = sn.fairseq_positions(inputs["tokens"], padding_idx=params["padding_idx"],
                                 past_length=params.get("past_length", 0))
-    return sn.sinusoidal_angles(rows, dim=params["dim"], base=params.get("base", 10000.0), ladder="t2t",
-                                layout="concat_sin_cos", odd_width="zero_pad_last")
+    phase = sn.sinusoidal_angles(rows, dim=params["dim"], base=params.get("base", 10000.0), ladder="t2t",
+                                 layout="concat_sin_cos", odd_width="zero_pad_last")
+    phase[rows == params["padding_idx"]] = 0.0  # padding rows are exact zeros
+    return phase
 
 
 def _positions(*values: int) -> dict[str, NDArray[np.int64]]:
