@@ -232,10 +232,10 @@ def _load(directory: Path, item: Mapping[str, Any]) -> NDArray[Any]:
     """Load one listed array, refusing anything that does not match its manifest entry."""
     path = directory / item["file"]
     name = item["file"]
-    if not path.is_file():
-        raise CorpusError([f"{name}: listed in the manifest but missing"])
     try:
         array = np.load(path, allow_pickle=False)
+    except (FileNotFoundError, IsADirectoryError):
+        raise CorpusError([f"{name}: listed in the manifest but missing"]) from None
     except ValueError as exc:
         reason = "holds pickled objects" if "pickle" in str(exc).lower() else f"unreadable ({exc})"
         raise CorpusError([f"{name}: {reason}"]) from None
@@ -278,22 +278,63 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     return dict(manifest)
 
 
+class Corpus:
+    """A corpus read once: its manifest, every listed array verified and kept, every problem found.
+
+    ``problems`` lists integrity problems by file (schema, hashes, missing and unlisted files);
+    :meth:`case` serves a case from the verified arrays and refuses a case with a bad file.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.problems: list[str] = []
+        self.manifest: dict[str, Any] = {}
+        self.manifest_sha256 = ""
+        self._arrays: dict[str, NDArray[Any]] = {}
+        self._bad: dict[str, str] = {}
+        try:
+            self.manifest = read_manifest(self.directory)
+            self.manifest_sha256 = hashlib.sha256((self.directory / "manifest.json").read_bytes()).hexdigest()
+        except CorpusError as exc:
+            self.problems = exc.problems
+            return
+        for case in self.manifest["cases"]:
+            for _, item in _array_entries(case):
+                try:
+                    self._arrays[item["file"]] = _load(self.directory, item)
+                except CorpusError as exc:
+                    self._bad[item["file"]] = "; ".join(exc.problems)
+                    self.problems.extend(exc.problems)
+        for folder, _, files in sorted(os.walk(self.directory / "cases")):
+            prefix = Path(folder).relative_to(self.directory).as_posix()
+            for file in sorted(files):
+                relative = f"{prefix}/{file}"
+                if relative not in self._arrays and relative not in self._bad:
+                    self.problems.append(f"{relative}: present on disk but not listed in the manifest")
+
+    @property
+    def cases(self) -> list[dict[str, Any]]:
+        return list(self.manifest.get("cases", []))
+
+    def _array(self, item: Mapping[str, Any]) -> NDArray[Any]:
+        if item["file"] in self._bad:
+            raise CorpusError([self._bad[item["file"]]])
+        return self._arrays[item["file"]]
+
+    def case(self, entry: Mapping[str, Any]) -> GoldenCase:
+        """One case from the verified arrays (:class:`CorpusError` if any of its files is bad)."""
+        inputs = {name: self._array(item) for name, item in entry["inputs"].items()}
+        outputs = {
+            name: GoldenOutput(self._array(item), item["tolerance"],
+                               self._array(item["phase"]) if "phase" in item else None)
+            for name, item in entry["outputs"].items()
+        }
+        return GoldenCase(entry, inputs, outputs)
+
+
 def verify(directory: Path) -> list[str]:
     """Every integrity problem of the corpus: manifest schema, hashes, missing and unlisted files."""
-    directory = Path(directory)
-    try:
-        manifest = read_manifest(directory)
-    except CorpusError as exc:
-        return exc.problems
-    problems = verify_files(directory, manifest["cases"])
-    listed = {item["file"] for case in manifest["cases"] for _, item in _array_entries(case)}
-    cases_dir = directory / "cases"
-    if cases_dir.is_dir():
-        for path in sorted(cases_dir.rglob("*")):
-            relative = path.relative_to(directory).as_posix()
-            if path.is_file() and relative not in listed:
-                problems.append(f"{relative}: present on disk but not listed in the manifest")
-    return problems
+    return Corpus(directory).problems
 
 
 @dataclass(frozen=True)
@@ -360,12 +401,11 @@ def check(directory: Path, *, progress: Progress | None = None) -> list[str]:
     """
     from posenc_ref import oracle
 
-    directory = Path(directory)
-    problems = verify(directory)
+    loaded = Corpus(directory)
+    problems = list(loaded.problems)
     if problems:
         return problems
-    manifest = read_manifest(directory)
-    stored = {c["id"]: c for c in manifest["cases"]}
+    stored = {c["id"]: c for c in loaded.cases}
     registered = {case.id: (op, case) for op in OPS for case in op.cases}
     problems += [f"{cid}: registered but not in the corpus (run `posenc-ref golden generate`)"
                  for cid in registered if cid not in stored]
@@ -380,7 +420,7 @@ def check(directory: Path, *, progress: Progress | None = None) -> list[str]:
         if entry["params"] != params:
             problems.append(f"{cid}: params differ: corpus {entry['params']} vs registry {params}")
             continue
-        golden = load_case(directory, entry)
+        golden = loaded.case(entry)
         if case.error:
             try:
                 _expected_error(op, params, golden.inputs, case)

@@ -51,7 +51,7 @@ def test_failures_carry_the_runner_report_and_not_applicable_skips(project):
     result.stdout.fnmatch_lines([
         "*FAIL sinusoidal.table.d6.position1.known_answer ?table?*",
         "*diagnosis: matches the reference with positions + 1 (off by one)*",
-        "*rerun:     pytest --posenc-adapter=my_adapter:ADAPTER -k*",
+        "*rerun:     posenc-ref conformance my_adapter:ADAPTER --case sinusoidal.table.d6.position1.known_answer",
     ])
 
 
@@ -61,3 +61,22 @@ def test_expectations_turn_failures_into_xfail(project):
     result = project.runpytest("--posenc-adapter=my_adapter:ADAPTER",
                                "--posenc-expectations=exp.toml", "-k", "known_answer")
     result.assert_outcomes(xfailed=1)
+
+
+def test_unmatched_expectation_fails_and_nothing_executed_fails(project):
+    project.makefile(".toml", exp='[[expectation]]\nid = "no.such.case"\nstatus = "xfail"\nreason = "r"\nlink = "l"\n')
+    result = project.runpytest("--posenc-adapter=numpy", "--posenc-expectations=exp.toml", "-k", "learned")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*expectation 'no.such.case' matches no case*"])
+    result = project.runpytest("--posenc-adapter=my_adapter:ADAPTER", "-k", "learned")
+    result.assert_outcomes(skipped=11)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*no case was executed*"])
+
+
+def test_usage_errors_and_dtype(project):
+    result = project.runpytest("--posenc-adapter=not_a_module_xyz:A")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*posenc-ref: importing module 'not_a_module_xyz' failed*"])
+    result = project.runpytest("--posenc-adapter=numpy", "--posenc-dtype=float16", "-k", "known_answer")
+    result.assert_outcomes(passed=1)

@@ -236,3 +236,53 @@ def test_adapter_loading(tmp_path):
         load_adapter("mutant:nope")
     assert load_adapter("posenc_ref.runner.adapters:ReferenceAdapter").name == "numpy"
     assert load_adapter("numpy").at_dtype("float32").name == "numpy-float32"
+
+
+def test_adapter_code_that_raises_outside_run_is_contained():
+    class Flaky(Scripted):
+        def supports(self, op, params):
+            if params.get("dim") == 6:
+                raise RuntimeError("capability lookup broke")
+            return True
+
+        def error_category(self, exc):
+            raise KeyError("no mapping")
+
+    result = run(Flaky(lambda op, p, i: (_ for _ in ()).throw(ValueError("bad"))), select=only(ONE, ERR))
+    st = {r.case_id: r for r in result.results}
+    assert st[ONE].status == "error" and "supports() raised RuntimeError" in st[ONE].message
+    assert st[ERR].status == "wrong_error" and "error_category() raised KeyError" in st[ERR].message
+
+
+def test_xfail_applies_to_timeouts_and_malformed_returns(tmp_path):
+    exp = write(tmp_path, [{"id": "sinusoidal.fairseq.left_padded.d8", "status": "xfail", "reason": "r",
+                            "link": "l"}, {"id": ONE, "status": "xfail", "reason": "r", "link": "l"}])
+
+    def behave(op, params, inputs):
+        if op == "sinusoidal.fairseq":
+            return (1, 2, 3)
+        time.sleep(3)
+
+    result = run(Scripted(behave), select=only(ONE, "sinusoidal.fairseq.left_padded.d8"), expectations=exp,
+                 timeout=0.3)
+    assert {r.status for r in result.results} == {"xfail"} and result.passed
+
+
+def test_capabilities_do_not_hide_error_cases():
+    partial = Scripted(reference, capabilities={"sinusoidal.table": {"ladder": ("paper",), "layout": ("interleaved",)}})
+    wanted = ("sinusoidal.table.error.unknown_ladder", "sinusoidal.table.t2t.interleaved.d16.p0-15")
+    result = run(partial, select=only(*wanted))
+    st = {r.case_id: r.status for r in result.results}
+    assert st == {"sinusoidal.table.error.unknown_ladder": "pass",
+                  "sinusoidal.table.t2t.interleaved.d16.p0-15": "not_applicable"}
+
+
+def test_skip_is_for_whole_cases(tmp_path):
+    with pytest.raises(ExpectationsError, match="skip applies to whole cases"):
+        write(tmp_path, [{"id": ONE, "status": "skip", "output": "table", "reason": "r", "link": "l"}])
+
+
+def test_report_json_writes_non_finite_numbers_by_name():
+    from posenc_ref.runner.report import _num
+
+    assert [_num(float("inf")), _num(float("-inf")), _num(float("nan")), _num(1.5)] == ["inf", "-inf", "nan", 1.5]

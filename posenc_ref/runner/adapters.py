@@ -66,8 +66,12 @@ def error_category(adapter: Any, exc: BaseException) -> str | None:
     return mapper(exc) if callable(mapper) else default_error_category(exc)
 
 
-def supports(adapter: Any, op: str, params: Mapping[str, Any]) -> str | None:
-    """``None`` when the adapter runs this case, else the not_applicable reason."""
+def supports(adapter: Any, op: str, params: Mapping[str, Any], *, error_case: bool = False) -> str | None:
+    """``None`` when the adapter runs this case, else the not_applicable reason.
+
+    For error cases only the op is matched against ``capabilities``, not the parameter values:
+    an invalid value (an unknown layout, say) is exactly what such a case checks is rejected.
+    """
     custom = getattr(adapter, "supports", None)
     if callable(custom):
         verdict = custom(op, params)
@@ -80,7 +84,7 @@ def supports(adapter: Any, op: str, params: Mapping[str, Any]) -> str | None:
     if op not in caps:
         return f"{op} not supported"
     for name, values in (caps[op] or {}).items():
-        if name in params and params[name] not in values:
+        if not error_case and name in params and params[name] not in values:
             return f"{op} with {name}={params[name]!r} not supported (supports {list(values)})"
     return None
 
@@ -130,7 +134,15 @@ BUILTIN: Final[dict[str, tuple[str, Callable[[], Any]]]] = {
 
 def _instantiate(obj: Any, spec: str) -> Any:
     if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "run")):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:  # adapter code
+            raise AdapterLoadError(f"creating adapter {spec!r} raised {type(exc).__name__}: {exc}") from exc
+    return check_adapter(obj, spec)
+
+
+def check_adapter(obj: Any, spec: str) -> Any:
+    """``obj`` if it follows the protocol; :class:`AdapterLoadError` naming what is missing."""
     for attribute in ("name", "dtype", "run"):
         if not hasattr(obj, attribute):
             raise AdapterLoadError(f"adapter {spec!r} has no {attribute!r} (see conformance/README.md)")

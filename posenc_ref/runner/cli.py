@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from posenc_ref import corpus
-from posenc_ref.runner.adapters import BUILTIN, AdapterLoadError, load_adapter
+from posenc_ref.runner.adapters import BUILTIN, AdapterLoadError, check_adapter, load_adapter
 from posenc_ref.runner.engine import Run, run_conformance
 from posenc_ref.runner.expectations import ExpectationsError, load_expectations
 from posenc_ref.runner.report import matrix, terminal, to_junit, write_json
@@ -99,8 +99,9 @@ def main(args: argparse.Namespace) -> int:
         print(f"posenc-ref conformance: {exc}", file=sys.stderr)
         return 2
     extra = "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in
-                    (("--corpus", args.corpus), ("--expectations", args.expectations), ("--dtype", args.dtype))
-                    if value)
+                    (("--corpus", args.corpus), ("--expectations", args.expectations), ("--dtype", args.dtype),
+                     ("--timeout", args.timeout if args.timeout != 60.0 else None)) if value)
+    extra += " --allow-modified" if args.allow_modified else ""
     select = make_selector(args.patterns, args.case_ids, args.ops, args.level)
     runs: list[Run] = []
     for spec in args.adapters:
@@ -109,7 +110,13 @@ def main(args: argparse.Namespace) -> int:
             if args.dtype and adapter.dtype != args.dtype:
                 if not hasattr(adapter, "at_dtype"):
                     raise AdapterLoadError(f"adapter {spec!r} computes in {adapter.dtype} and has no at_dtype()")
-                adapter = adapter.at_dtype(args.dtype)
+                try:
+                    adapter = check_adapter(adapter.at_dtype(args.dtype), f"{spec} at {args.dtype}")
+                except AdapterLoadError:
+                    raise
+                except Exception as exc:  # adapter code
+                    raise AdapterLoadError(f"adapter {spec!r}: at_dtype({args.dtype!r}) raised "
+                                           f"{type(exc).__name__}: {exc}") from exc
             runs.append(run_conformance(
                 adapter, spec=spec, corpus_dir=Path(args.corpus) if args.corpus else None, select=select,
                 expectations=expectations, allow_modified=args.allow_modified, timeout=args.timeout,

@@ -25,10 +25,10 @@ error, and when no case was executed (everything not applicable or skipped).
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime
-import hashlib
 import platform
+import queue
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -104,23 +104,108 @@ class Run:
         return 0 if self.passed else 1
 
 
+class AdapterTimeout(Exception):
+    """An adapter call ran past the per-case timeout."""
+
+
 class Worker:
-    """Runs adapter calls on one thread so a per-case timeout can abandon a stuck call."""
+    """Runs adapter calls on one helper thread so a per-case timeout can abandon a stuck call.
+
+    A call that times out keeps its thread (Python cannot kill it); the worker starts a fresh
+    thread for the next case, so the run goes on. Without a timeout, calls run inline.
+    """
 
     def __init__(self) -> None:
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="posenc-adapter")
+        self._start()
+
+    def _start(self) -> None:
+        self.requests: queue.SimpleQueue[Callable[[], Any] | None] = queue.SimpleQueue()
+        self.replies: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, args=(self.requests, self.replies), daemon=True,
+                         name="posenc-adapter").start()
+
+    @staticmethod
+    def _serve(requests: queue.SimpleQueue[Callable[[], Any] | None],
+               replies: queue.SimpleQueue[tuple[bool, Any]]) -> None:
+        while (job := requests.get()) is not None:
+            try:
+                replies.put((True, job()))
+            except BaseException as exc:  # handed back to the caller, whatever it is
+                replies.put((False, exc))
 
     def call(self, fn: Callable[[], Any], timeout: float | None) -> Any:
-        future = self.pool.submit(fn)
+        """``fn()``; raises :class:`AdapterTimeout` after ``timeout`` seconds, or what ``fn`` raised."""
+        if timeout is None:
+            return fn()
+        self.requests.put(fn)
         try:
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="posenc-adapter")
-            raise
+            ok, value = self.replies.get(timeout=timeout)
+        except queue.Empty:
+            self.requests.put(None)  # the stuck thread exits if it ever returns
+            self._start()
+            raise AdapterTimeout(f"timed out after {timeout:g} s") from None
+        if ok:
+            return value
+        raise value
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.requests.put(None)
+
+
+def run_batch(judge: Callable[[Mapping[str, Any], float | None], list[Result]], entries: list[Mapping[str, Any]],
+              timeout: float | None, timed_out: Callable[[Mapping[str, Any], str], list[Result]],
+              progress: Callable[[int, int, str], None] | None = None) -> list[Result]:
+    """Judge every entry on one helper thread, watched by this one; a stuck case is abandoned.
+
+    Handing every case to a thread and back costs more than small cases take, so the helper
+    thread runs the cases back to back while this thread only watches the clock. When a case
+    runs past ``timeout`` it is recorded through ``timed_out``, its thread is abandoned (Python
+    cannot kill it), and a fresh thread goes on from the next case.
+    """
+    if timeout is None:
+        out = []
+        for n, entry in enumerate(entries, 1):
+            if progress:
+                progress(n, len(entries), str(entry["id"]))
+            out.extend(judge(entry, None))
+        return out
+    per_case: list[list[Result] | None] = [None] * len(entries)
+    lock = threading.Lock()  # orders "a case finished" against "that case timed out"
+    start = 0
+    while start < len(entries):
+        current = {"index": start, "since": time.monotonic()}
+        finished = threading.Event()
+        cancelled = threading.Event()
+
+        def work(begin: int, current: dict[str, float], finished: threading.Event,
+                 cancelled: threading.Event) -> None:
+            for i in range(begin, len(entries)):
+                with lock:
+                    if cancelled.is_set():
+                        return
+                    current["index"], current["since"] = i, time.monotonic()
+                if progress:
+                    progress(i + 1, len(entries), str(entries[i]["id"]))
+                results = judge(entries[i], None)
+                with lock:
+                    if cancelled.is_set():
+                        return
+                    per_case[i] = results
+            finished.set()
+
+        threading.Thread(target=work, args=(start, current, finished, cancelled), daemon=True,
+                         name="posenc-adapter").start()
+        while not finished.wait(min(0.05, timeout)):
+            with lock:
+                index = int(current["index"])
+                if time.monotonic() - current["since"] > timeout and per_case[index] is None:
+                    cancelled.set()
+                    per_case[index] = timed_out(entries[index], f"timed out after {timeout:g} s")
+                    start = index + 1
+                    break
+        else:
+            start = len(entries)
+    return [r for results in per_case for r in (results or [])]
 
 
 def _expectation_for(expectations: list[Expectation], case_id: str, output: str | None) -> Expectation | None:
@@ -156,14 +241,15 @@ def run_conformance(
 ) -> Run:
     """Run ``adapter`` over the corpus and return a :class:`Run`.
 
-    Raises :class:`~posenc_ref.corpus.CorpusError` when the corpus fails verification and
-    ``allow_modified`` is false (the run then refuses to start).
+    The corpus is read and verified once. Raises :class:`~posenc_ref.corpus.CorpusError` when
+    it fails verification and ``allow_modified`` is false, or when it has no readable manifest.
     """
     directory = Path(corpus_dir) if corpus_dir else corpus.default_corpus_dir()
-    problems = corpus.verify(directory)
-    if problems and not allow_modified:
+    loaded = corpus.Corpus(directory)
+    problems = loaded.problems
+    if problems and (not allow_modified or not loaded.manifest):
         raise corpus.CorpusError(problems + ["(pass --allow-modified to run anyway; it is stamped into the report)"])
-    manifest = corpus.read_manifest(directory)
+    manifest = loaded.manifest
     expectations = expectations or []
     all_ids = [(c["id"], tuple(c["outputs"]) or (ERROR_OUTPUT,)) for c in manifest["cases"]]
     expectation_errors = [
@@ -172,24 +258,24 @@ def run_conformance(
         if not any(e.matches(cid, None) and (e.output is None or e.output in outs) for cid, outs in all_ids)
     ]
     entries = [c for c in manifest["cases"] if select is None or select(c)]
-    results: list[Result] = []
-    worker = Worker()
     start = time.monotonic()
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    try:
-        for n, entry in enumerate(entries, 1):
-            if progress:
-                progress(n, len(entries), entry["id"])
-            results.extend(run_case(adapter, worker, directory, entry, expectations, timeout,
-                                    f"posenc-ref conformance {spec} --case {entry['id']}{rerun_extra}"))
-    finally:
-        worker.close()
-    manifest_bytes = (directory / "manifest.json").read_bytes()
+
+    def rerun(entry: Mapping[str, Any]) -> str:
+        return f"posenc-ref conformance {spec} --case {entry['id']}{rerun_extra}"
+
+    def judge(entry: Mapping[str, Any], case_timeout: float | None) -> list[Result]:
+        return run_case(adapter, None, loaded, entry, expectations, case_timeout, rerun(entry))
+
+    def timed_out(entry: Mapping[str, Any], message: str) -> list[Result]:
+        return case_error(entry, expectations, message, rerun(entry))
+
+    results = run_batch(judge, entries, timeout, timed_out, progress)
     return Run(
         adapter={"spec": spec, "name": str(adapter.name), "version": str(getattr(adapter, "version", "")),
                  "dtype": adapter.dtype},
         corpus={"path": str(directory), "version": manifest["version"], "format_version": manifest["format_version"],
-                "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(), "modified": bool(problems),
+                "manifest_sha256": loaded.manifest_sha256, "modified": bool(problems),
                 "problems": problems, "cases_selected": len(entries), "cases_total": len(manifest["cases"])},
         results=results,
         expectation_errors=expectation_errors,
@@ -201,73 +287,104 @@ def run_conformance(
     )
 
 
-def run_case(adapter: Any, worker: Worker, directory: Path, entry: Mapping[str, Any],
+def _category(adapter: Any, exc: BaseException) -> tuple[str | None, str]:
+    """The adapter's category for ``exc``, and a note when its mapper itself failed."""
+    try:
+        return error_category(adapter, exc), ""
+    except Exception as mapper_exc:  # the adapter's mapper is adapter code too
+        return None, f"; error_category() raised {type(mapper_exc).__name__}: {mapper_exc}"
+
+
+def _base(entry: Mapping[str, Any], rerun: str) -> dict[str, Any]:
+    try:
+        family = get_op(entry["op"]).family
+    except KeyError:
+        family = str(entry["op"]).split(".")[0]
+    return {"case_id": entry["id"], "op": entry["op"], "family": family, "comment": entry["comment"],
+            "params": entry["params"], "level": entry["level"], "rerun": rerun}
+
+
+def case_error(entry: Mapping[str, Any], expectations: list[Expectation], message: str, rerun: str,
+               seconds: float = 0.0) -> list[Result]:
+    """An ``error`` for every output of a case (subject to its xfail expectations)."""
+    outputs = tuple(entry["outputs"]) or (ERROR_OUTPUT,)
+    base = _base(entry, rerun)
+    results = []
+    for o in outputs:
+        expectation = _expectation_for(expectations, entry["id"], o)
+        results.append(Result(output=o, status=_apply_expectation("error", expectation), message=message,
+                              expectation=expectation, seconds=seconds, **base))
+    return results
+
+
+def run_case(adapter: Any, worker: Worker | None, loaded: corpus.Corpus, entry: Mapping[str, Any],
              expectations: list[Expectation], timeout: float | None, rerun: str) -> list[Result]:
-    """Run and judge one case (its manifest ``entry``); one :class:`Result` per output."""
+    """Run and judge one case (its manifest ``entry``); one :class:`Result` per output.
+
+    With a ``worker`` and a ``timeout`` the adapter call runs on the worker's thread and is
+    abandoned past the timeout; otherwise it runs on the calling thread.
+    """
     dtype = adapter.dtype
     op_name = entry["op"]
     outputs = tuple(entry["outputs"]) or (ERROR_OUTPUT,)
-    try:
-        family = get_op(op_name).family
-    except KeyError:
-        family = op_name.split(".")[0]
-    base = {"case_id": entry["id"], "op": op_name, "family": family, "comment": entry["comment"],
-            "params": entry["params"], "level": entry["level"], "rerun": rerun}
+    base = _base(entry, rerun)
+    expected_for = {o: _expectation_for(expectations, entry["id"], o) for o in outputs}
 
-    def every(status: str, message: str, expectation: Expectation | None = None) -> list[Result]:
-        return [Result(output=o, status=status, message=message, expectation=expectation, **base) for o in outputs]
+    def every(status: str, message: str, seconds: float = 0.0) -> list[Result]:
+        return [Result(output=o, status=_apply_expectation(status, expected_for[o]), message=message,
+                       expectation=expected_for[o], seconds=seconds, **base) for o in outputs]
 
     whole_case = _expectation_for(expectations, entry["id"], None)
-    if whole_case and whole_case.status == "skip" and whole_case.output is None:
-        return every("skip", whole_case.reason, whole_case)
-    reason = supports(adapter, op_name, entry["params"])
-    if reason:
-        return every("not_applicable", reason)
+    if whole_case and whole_case.status == "skip":
+        return [Result(output=o, status="skip", message=whole_case.reason, expectation=whole_case, **base)
+                for o in outputs]
     try:
-        golden = corpus.load_case(directory, entry)
+        reason = supports(adapter, op_name, entry["params"], error_case=bool(entry.get("expected_error")))
+    except Exception as exc:  # adapter code
+        return every("error", f"adapter supports() raised {type(exc).__name__}: {exc}")
+    if reason:
+        return [Result(output=o, status="not_applicable", message=reason, **base) for o in outputs]
+    try:
+        golden = loaded.case(entry)
     except corpus.CorpusError as exc:
-        return every("error", "corrupt corpus file, not used: " + "; ".join(exc.problems))
+        return [Result(output=o, status="error", message="corrupt corpus file, not used: " + "; ".join(exc.problems),
+                       **base) for o in outputs]
     inputs = {k: v.copy() for k, v in golden.inputs.items()}
     t0 = time.monotonic()
+    def call() -> Any:
+        return adapter.run(op_name, dict(golden.params), inputs)
+
     try:
-        returned = worker.call(lambda: adapter.run(op_name, dict(golden.params), inputs), timeout)
+        returned = worker.call(call, timeout) if worker is not None else call()
         raised: BaseException | None = None
-    except concurrent.futures.TimeoutError:
-        return every("error", f"timed out after {timeout:g} s")
+    except AdapterTimeout as exc:
+        return every("error", str(exc), time.monotonic() - t0)
     except Exception as exc:  # the adapter's own exception, whatever it is
         raised, returned = exc, None
     seconds = time.monotonic() - t0
 
     if golden.expected_error:
-        expectation = _expectation_for(expectations, entry["id"], ERROR_OUTPUT)
         want = golden.expected_error
         if raised is None:
-            status, message = "fail", f"accepted invalid input; expected an error of category {want}"
-        else:
-            got = error_category(adapter, raised)
-            native = f"{type(raised).__name__}: {raised}"
-            if got == want:
-                status, message = "pass", f"raised {want} ({native})"
-            else:
-                status = "wrong_error"
-                message = f"raised {got or 'an unmapped exception'} ({native}); expected {want}"
-        return [Result(output=ERROR_OUTPUT, status=_apply_expectation(status, expectation), message=message,
-                       expectation=expectation, seconds=seconds, **base)]
-
+            return every("fail", f"accepted invalid input; expected an error of category {want}", seconds)
+        got, note = _category(adapter, raised)
+        native = f"{type(raised).__name__}: {raised}"
+        if got == want:
+            return every("pass", f"raised {want} ({native})", seconds)
+        return every("wrong_error", f"raised {got or 'an unmapped exception'} ({native}); expected {want}{note}",
+                     seconds)
     if raised is not None:
-        return [Result(output=o, status=_apply_expectation("error", _expectation_for(expectations, entry["id"], o)),
-                       message=f"adapter raised {type(raised).__name__}: {raised}", seconds=seconds,
-                       expectation=_expectation_for(expectations, entry["id"], o), **base) for o in outputs]
+        return every("error", f"adapter raised {type(raised).__name__}: {raised}", seconds)
     try:
         by_name = normalise_outputs(returned, outputs)
     except ValueError as exc:
-        return every("error", f"adapter {exc}")
+        return every("error", f"adapter {exc}", seconds)
 
     results = []
     failing: dict[str, np.ndarray[Any, Any]] = {}
     for name in outputs:
         golden_out = golden.outputs[name]
-        expectation = _expectation_for(expectations, entry["id"], name)
+        expectation = expected_for[name]
         actual, garbage = as_output_array(by_name[name], golden_out.expected, golden_out.tolerance == "exact")
         if actual is None:
             results.append(Result(output=name, status=_apply_expectation("error", expectation),

@@ -85,6 +85,8 @@ def load_expectations(path: str | Path) -> list[Expectation]:
                 raise ExpectationsError(f"{where}: {key!r} is required (a non-empty string)")
         if entry["status"] not in STATUSES:
             raise ExpectationsError(f"{where}: status must be one of {', '.join(STATUSES)}, got {entry['status']!r}")
+        if entry["status"] == "skip" and "output" in entry:
+            raise ExpectationsError(f"{where}: skip applies to whole cases; remove 'output'")
         factor = entry.get("factor", 1.0)
         if entry["status"] == "relax":
             if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 1:

@@ -24,6 +24,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the posenc-ref golden corpus against ADAPTER (built-in name, module:object or file.py)")
     group.addoption("--posenc-corpus", metavar="PATH", help="corpus directory (default: the bundled corpus)")
     group.addoption("--posenc-expectations", metavar="FILE", help="the adapter's expectations file")
+    group.addoption("--posenc-dtype", metavar="DTYPE", help="run the adapter at this dtype (adapters with at_dtype)")
     group.addoption("--posenc-timeout", type=float, default=60.0, metavar="S", help="per-case timeout (default 60)")
 
 
@@ -32,32 +33,55 @@ class _Session:
 
     def __init__(self, config: pytest.Config) -> None:
         from posenc_ref import corpus
-        from posenc_ref.runner.adapters import load_adapter
+        from posenc_ref.runner.adapters import AdapterLoadError, load_adapter
         from posenc_ref.runner.engine import Worker
-        from posenc_ref.runner.expectations import load_expectations
+        from posenc_ref.runner.expectations import ExpectationsError, load_expectations
 
         self.spec = config.getoption("posenc_adapter")
-        self.adapter = load_adapter(self.spec)
         corpus_opt = config.getoption("posenc_corpus")
-        self.directory = Path(corpus_opt) if corpus_opt else corpus.default_corpus_dir()
-        problems = corpus.verify(self.directory)
-        if problems:
-            raise pytest.UsageError("posenc-ref: corrupt corpus, refusing to run:\n  " + "\n  ".join(problems))
-        self.manifest = corpus.read_manifest(self.directory)
         path = config.getoption("posenc_expectations")
-        self.expectations = load_expectations(path) if path else []
+        dtype = config.getoption("posenc_dtype")
+        try:
+            self.adapter = load_adapter(self.spec)
+            if dtype and self.adapter.dtype != dtype:
+                if not hasattr(self.adapter, "at_dtype"):
+                    raise AdapterLoadError(f"adapter {self.spec!r} computes in {self.adapter.dtype} "
+                                           "and has no at_dtype()")
+                self.adapter = self.adapter.at_dtype(dtype)
+            self.expectations = load_expectations(path) if path else []
+        except (AdapterLoadError, ExpectationsError) as exc:
+            raise pytest.UsageError(f"posenc-ref: {exc}") from None
+        self.directory = Path(corpus_opt) if corpus_opt else corpus.default_corpus_dir()
+        self.corpus = corpus.Corpus(self.directory)
+        if self.corpus.problems:
+            listing = "\n  ".join(self.corpus.problems)
+            raise pytest.UsageError(f"posenc-ref: corrupt corpus, refusing to run:\n  {listing}")
+        self.manifest = self.corpus.manifest
+        unmatched = self.unmatched_expectations()
+        if unmatched:  # the runner's strictness: an entry that matches nothing is an error
+            raise pytest.UsageError("posenc-ref: " + "; ".join(unmatched))
         self.timeout = config.getoption("posenc_timeout")
+        extra = "".join(f" {flag} {value}" for flag, value in (("--corpus", corpus_opt), ("--expectations", path),
+                                                               ("--dtype", dtype)) if value)
+        self.rerun = f"posenc-ref conformance {self.spec}{extra} --case"
         self.worker = Worker()
         self.cache: dict[str, Any] = {}
+        self.executed = 0
 
     def results(self, entry: dict[str, Any]) -> Any:
-        from posenc_ref.runner.engine import run_case
+        from posenc_ref.runner.engine import EXECUTED, run_case
 
         if entry["id"] not in self.cache:
-            rerun = f"pytest --posenc-adapter={self.spec} -k '{entry['id']}'"
-            self.cache[entry["id"]] = {r.output: r for r in run_case(
-                self.adapter, self.worker, self.directory, entry, self.expectations, self.timeout, rerun)}
+            results = run_case(self.adapter, self.worker, self.corpus, entry, self.expectations, self.timeout,
+                               f"{self.rerun} {entry['id']}")
+            self.executed += sum(r.status in EXECUTED for r in results)
+            self.cache[entry["id"]] = {r.output: r for r in results}
         return self.cache[entry["id"]]
+
+    def unmatched_expectations(self) -> list[str]:
+        ids = [(c["id"], tuple(c["outputs"]) or ("error",)) for c in self.manifest["cases"]]
+        return [f"{e.source}: expectation {e.id!r} matches no case" for e in self.expectations
+                if not any(e.matches(cid) and (e.output is None or e.output in outs) for cid, outs in ids)]
 
 
 _STATE = pytest.StashKey[_Session]()
@@ -114,6 +138,15 @@ class ConformanceItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, ""  # no "domain": pytest would rewrite the dots of case ids as "::"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(_STATE, None)
+    if state is not None and state.cache and state.executed == 0 and exitstatus == 0:
+        session.exitstatus = 1  # a conformance run that executed no case is not a pass
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("posenc-ref: no case was executed (all not applicable or skipped)", red=True)
 
 
 class ConformanceFailure(Exception):

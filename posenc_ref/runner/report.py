@@ -15,10 +15,14 @@ REPORT_FORMAT: Final = "posenc-ref-conformance-report/1"
 
 
 def _num(value: float | None) -> float | str | None:
-    """JSON has no infinity: write it as the string ``"inf"``."""
+    """JSON has no infinities or NaN: write them as the strings ``"inf"``, ``"-inf"``, ``"nan"``."""
     if value is None:
         return None
-    return "inf" if math.isinf(value) else value
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
 
 
 def describe_failure(r: Result) -> str:
@@ -55,16 +59,18 @@ def terminal(runs: Sequence[Run], *, verbose: bool = False) -> str:
         for problem in run.expectation_errors:
             out.append(f"EXPECTATIONS {problem}")
         if run.corpus["modified"]:
-            out.append(f"WARNING corpus at {run.corpus['path']} failed verification; run with --allow-modified")
+            out.append(f"WARNING corpus at {run.corpus['path']} failed verification; run under --allow-modified "
+                       f"({len(run.corpus['problems'])} problem(s); affected cases are errors)")
     out.append(matrix(runs, markdown=False))
     for run in runs:
         counts = ", ".join(f"{n} {s}" for s, n in run.counts().items() if n)
         headrooms = [r.comparison.headroom for r in run.results if r.status == "pass" and r.comparison]
-        worst = min(headrooms, default=math.inf)
+        finite = [h for h in headrooms if math.isfinite(h)]
+        worst = f"{min(finite):.3g}" if finite else ("exact" if headrooms else "n/a")
         verdict = "PASSED" if run.passed else "FAILED"
         note = "" if run.executed else " (no case was executed)"
         out.append(f"{run.adapter['name']} ({run.adapter['dtype']}): {verdict}{note}: {counts}; "
-                   f"worst headroom {worst:.3g}; corpus {run.corpus['version']}; {run.seconds:.2f} s")
+                   f"worst headroom {worst}; corpus {run.corpus['version']}; {run.seconds:.2f} s")
     return "\n".join(out)
 
 
@@ -87,7 +93,7 @@ def matrix(runs: Sequence[Run], *, markdown: bool = True) -> str:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in [header, *rows])
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows])
 
 
 def _result_json(r: Result) -> dict[str, Any]:
@@ -103,7 +109,8 @@ def _result_json(r: Result) -> dict[str, Any]:
         "tolerance": r.tolerance, "tolerance_source": r.tolerance_source, "diagnosis": list(r.diagnosis),
         "expectation": None if r.expectation is None else {
             "id": r.expectation.id, "status": r.expectation.status, "reason": r.expectation.reason,
-            "link": r.expectation.link, "source": r.expectation.source},
+            "link": r.expectation.link, "source": r.expectation.source, "output": r.expectation.output,
+            "factor": r.expectation.factor},
         "rerun": r.rerun, "seconds": r.seconds,
     }
 
