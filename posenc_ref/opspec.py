@@ -38,6 +38,8 @@ class Param:
 
     ``kind`` is the JSON type (``"int"``, ``"float"``, ``"str"``). A *convention* parameter is
     one on which real libraries disagree; ``users`` maps each of its values to who uses it.
+    ``suspects`` are further values the runner's diagnosis tries when an output fails (a
+    table offset of 0 where 2 is meant, say); convention choices are always tried.
     """
 
     name: str
@@ -46,6 +48,7 @@ class Param:
     choices: tuple[Any, ...] = ()
     users: Mapping[Any, str] = field(default_factory=dict)
     doc: str = ""
+    suspects: tuple[Any, ...] = ()
 
     @property
     def is_convention(self) -> bool:

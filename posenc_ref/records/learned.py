@@ -52,7 +52,7 @@ LOOKUP = OpRecord(
     inputs=("table", "positions"),
     outputs=(Output("rows", "float64", "ulp"),),
     params=(
-        Param("offset", "int", 0, doc="row of position 0 (0: BERT/GPT-2; 2: BART/OPT/RoBERTa)"),
+        Param("offset", "int", 0, doc="row of position 0 (0: BERT/GPT-2; 2: BART/OPT/RoBERTa)", suspects=(0, 1, 2)),
         Param("out_of_range", "str", "error", lr.OUT_OF_RANGE,
               users={"error": "posenc-ref default; PyTorch CPU (IndexError)", "clamp": "plain JAX indexing"},
               doc="policy for rows beyond the table"),

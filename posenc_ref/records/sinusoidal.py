@@ -158,7 +158,7 @@ FAIRSEQ = OpRecord(
     outputs=(Output("positions", "int64", "exact"), Output("embedding", "float64", "phase", _fairseq_phase)),
     params=(
         Param("dim", "int", doc="width, >= 4"),
-        Param("padding_idx", "int", doc="padding token id and zero row"),
+        Param("padding_idx", "int", doc="padding token id and zero row", suspects=(0, 1)),
         Param("past_length", "int", 0, doc="tokens already decoded (incremental step when > 0)"),
         BASE,
     ),

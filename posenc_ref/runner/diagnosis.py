@@ -4,7 +4,8 @@ For a failing output the runner recomputes the case from its stored inputs under
 alternative and reports every alternative the actual output matches (within the adapter's
 own tolerance):
 
-* every other value of each convention parameter of the op (``layout``, ``ladder``, ...);
+* every other value of each convention parameter of the op (``layout``, ``ladder``, ...) and
+  the listed suspect values of other parameters (a table ``offset`` of 0 or 2, ...);
 * positions shifted by +1 and -1 (off-by-one origins), for each position input;
 * the reference computed with float32 angles (when the adapter claims float64) and with
   float16 angles.
@@ -27,8 +28,8 @@ from posenc_ref.tolerance import Dtype, compare, policy
 def _alternatives(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
                   dtype: Dtype) -> Iterator[tuple[str, dict[str, Any], Mapping[str, Any], Dtype | None]]:
     """``(label, params, inputs, angle dtype)``; an angle dtype means the low-precision emulation."""
-    for param in op.conventions:
-        for value in param.choices:
+    for param in op.params:
+        for value in (param.choices if param.is_convention else ()) + param.suspects:
             if param.name in params and value != params[param.name]:
                 yield f"matches the reference under {param.name}={value!r}", {**params, param.name: value}, inputs, None
     groups = [op.position_inputs] + ([(name,) for name in op.position_inputs] if len(op.position_inputs) > 1 else [])
