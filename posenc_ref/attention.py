@@ -231,6 +231,43 @@ def attention(
     >>> w_br[0, 0, 0].tolist(), w_tl[0, 0, 0].tolist()
     ([0.3333333333333333, 0.3333333333333333, 0.3333333333333333], [1.0, 0.0, 0.0])
     """
+    spec = prepare_pass(
+        q, k, v, scale=scale, causal=causal, alignment=alignment, window=window, mask=mask,
+        key_padding_mask=key_padding_mask, bias=bias, q_positions=q_positions, k_positions=k_positions,
+        qk_transform=qk_transform, logits_term=logits_term, fully_masked=fully_masked,
+    )
+    if block_size is not None:
+        block_size = check_int("attention", "block_size", block_size, minimum=1)
+        if return_weights:
+            raise SpecError("attention: block_size (the blockwise path) cannot return weights, got return_weights=True")
+    if return_weights:
+        return direct(spec)
+    b, h, tq, _ = spec.q.shape
+    if block_size is not None or b * h * tq * spec.k.shape[2] > DIRECT_LIMIT:
+        return blockwise(spec, block_size or DEFAULT_BLOCK)
+    return direct(spec)[0]
+
+
+def prepare_pass(
+    q: Any,
+    k: Any,
+    v: Any,
+    /,
+    *,
+    scale: float | None = None,
+    causal: bool = False,
+    alignment: Alignment = "bottom_right",
+    window: int | None = None,
+    mask: Any = None,
+    key_padding_mask: Any = None,
+    bias: Any = None,
+    q_positions: Any = None,
+    k_positions: Any = None,
+    qk_transform: QKTransform | None = None,
+    logits_term: LogitsTerm | None = None,
+    fully_masked: FullyMasked = "zeros",
+) -> Pass:
+    """Validate the arguments of :func:`attention` and resolve masks and the q/k transform."""
     func = "attention"
     q = check_float_array(func, "q", q, ndim=4)
     k = check_float_array(func, "k", k, ndim=4)
@@ -269,10 +306,6 @@ def attention(
         raise SpecError(f"{func}: qk_transform and logits_term need q_positions and k_positions, got None")
     qpos = None if q_positions is None else _position_array(func, "q_positions", q_positions, b, tq)
     kpos = None if k_positions is None else _position_array(func, "k_positions", k_positions, b, tk)
-    if block_size is not None:
-        block_size = check_int(func, "block_size", block_size, minimum=1)
-        if return_weights:
-            raise SpecError(f"{func}: block_size (the blockwise path) cannot return weights")
 
     if qk_transform is not None and qpos is not None and kpos is not None:
         q2, k2 = qk_transform(q, k, qpos, kpos)
@@ -290,9 +323,4 @@ def attention(
     if additive is not None and additive.dtype == np.bool_:
         keep = additive if keep is None else keep & additive
         additive = None
-    spec = Pass(q, k, v, factor, keep, additive, bias_array, qpos, kpos, logits_term, fully_masked)
-    if return_weights:
-        return direct(spec)
-    if block_size is not None or b * h * tq * tk > DIRECT_LIMIT:
-        return blockwise(spec, block_size or DEFAULT_BLOCK)
-    return direct(spec)[0]
+    return Pass(q, k, v, factor, keep, additive, bias_array, qpos, kpos, logits_term, fully_masked)
