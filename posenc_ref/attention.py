@@ -137,7 +137,8 @@ def _mask_array(func: str, mask: Any, target: tuple[int, ...]) -> NDArray[Any]:
 
 def _position_array(func: str, name: str, value: Any, batch: int, length: int) -> NDArray[np.int64]:
     positions = check_positions(func, name, value, min_ndim=1)
-    if positions.ndim > 2 or positions.shape[-1] != length or (positions.ndim == 2 and positions.shape[0] not in (1, batch)):
+    rows_ok = positions.ndim == 1 or positions.shape[0] in (1, batch)
+    if positions.ndim > 2 or positions.shape[-1] != length or not rows_ok:
         raise _shape_error(func, f"{name} must have shape ({length},) or ({batch}, {length}), got {positions.shape}")
     return positions
 
@@ -295,7 +296,7 @@ def prepare_pass(
     if key_padding_mask is not None:
         padding = np.asarray(key_padding_mask)
         if padding.dtype.kind != "b":
-            raise TypeError(f"{func}: key_padding_mask must be a boolean array (True = real token), got {padding.dtype}")
+            raise TypeError(f"{func}: key_padding_mask must be boolean (True = real token), got dtype {padding.dtype}")
         if padding.ndim != 2 or padding.shape[1] != tk or padding.shape[0] not in (1, b):
             raise _shape_error(func, f"key_padding_mask must have shape ({b}, {tk}), got {padding.shape}")
     bias_array = None

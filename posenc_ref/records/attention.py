@@ -133,7 +133,8 @@ def _attention_cases() -> tuple[Case, ...]:
     ]
     for policy in ("zeros", "nan", "uniform"):
         cases.append(Case(
-            f"attention.fully_masked.{policy}", {"fully_masked": policy}, _qkv(2, 2, 2, 5, 6, 4, mask=_fully_masked_row),
+            f"attention.fully_masked.{policy}", {"fully_masked": policy},
+            _qkv(2, 2, 2, 5, 6, 4, mask=_fully_masked_row),
             f"two query rows with every key masked under fully_masked={policy!r}", kind="edge",
             flags=("NonFinite",) if policy == "nan" else ()))
     errors: list[tuple[str, dict[str, Any], Any, ErrorCategory, str]] = [
