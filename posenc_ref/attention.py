@@ -103,7 +103,7 @@ Alignment = Literal["top_left", "bottom_right"]
 FullyMasked = Literal["zeros", "nan", "uniform", "error"]
 ALIGNMENTS: Final = ("top_left", "bottom_right")
 FULLY_MASKED: Final = ("zeros", "nan", "uniform", "error")
-DIRECT_LIMIT: Final = 2**24
+DIRECT_LIMIT: Final = 2**26
 """Above this many logits (B*H*Tq*Tk) without weights requested, the blockwise path is used."""
 QKTransform = Callable[[F64, F64, NDArray[np.int64], NDArray[np.int64]], tuple[Any, Any]]
 
