@@ -122,8 +122,9 @@ def _broadcastable(func: str, name: str, array: NDArray[Any], target: tuple[int,
 def _mask_array(func: str, mask: Any, target: tuple[int, ...]) -> NDArray[Any]:
     """A boolean mask, or a float additive mask whose entries are finite or -inf."""
     array = np.asarray(mask)
-    if array.dtype.kind not in "bfiu":
-        raise TypeError(f"{func}: mask must be a boolean or real array, got dtype {array.dtype}")
+    if array.dtype.kind not in "bf":
+        # Note: an integer 0/1 mask (HF attention_mask) is refused rather than read as additive
+        raise TypeError(f"{func}: mask must be boolean (True = attend) or float additive, got dtype {array.dtype}")
     _broadcastable(func, "mask", array, target)
     if array.dtype.kind == "b":
         return array

@@ -189,6 +189,8 @@ def compare(actual: Any, expected: Any, pol: Policy, phase: Any = None) -> Compa
 
     ``actual`` must already have ``expected``'s shape. Non-finite expected values must be
     matched exactly; a non-finite actual value where a finite one is expected fails.
+    ``phase`` is the per-element phase of the ``phase`` class and is ignored by the others;
+    the ``normwise`` class judges rows along the last axis (see the module notes).
     """
     e = np.asarray(expected)
     a = np.asarray(actual)

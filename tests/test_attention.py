@@ -8,9 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from posenc_ref.attention import attention
+from posenc_ref import oracle
+from posenc_ref.attention import ALIGNMENTS, attention
 from posenc_ref.attention_pipeline import attention_layer
 from posenc_ref.errors import SpecError
+from posenc_ref.registry import get_op
 from posenc_ref.tolerance import compare, eps, policy
 
 RNG = np.random.default_rng(20240601)
@@ -240,7 +242,8 @@ def test_bad_arrays(change, category, fragment):
     ({"bias": np.full((1, 4), np.nan)}, SpecError, "bias must be finite"),
     ({"key_padding_mask": np.ones((1, 4))}, TypeError, "must be boolean"),
     ({"causal": 1}, TypeError, "causal must be a bool"),
-    ({"mask": np.array(["a"])}, TypeError, "boolean or real"),
+    ({"mask": np.array(["a"])}, TypeError, "boolean .True = attend. or float additive"),
+    ({"mask": np.ones((4, 4), dtype=np.int64)}, TypeError, "boolean .True = attend. or float additive"),
 ])
 def test_bad_parameters(kwargs, error, fragment):
     q, k, v = qkv()
@@ -274,3 +277,44 @@ def test_normwise_policy_catches_small_and_large_slips():
     assert compare(zero_row, zero_row, policy("normwise", "float64")).passed
     assert not compare(np.full((1, 4), np.nan), np.zeros((1, 4)), pol).passed
     assert compare(np.full((1, 4), np.nan), np.full((1, 4), np.nan), pol).passed
+
+
+@settings(max_examples=25, deadline=None)
+@given(b=st.integers(1, 2), heads=st.sampled_from([(1, 1), (2, 1), (4, 2), (3, 3)]), tq=st.integers(1, 5),
+       tk=st.integers(1, 5), d=st.integers(1, 5), causal=st.booleans(), alignment=st.sampled_from(ALIGNMENTS),
+       window=st.none() | st.integers(1, 3), scale=st.none() | st.floats(0.1, 3.0), seed=st.integers(0, 2**32 - 1),
+       fully_masked=st.sampled_from(["zeros", "nan", "uniform"]))
+def test_reference_meets_the_oracle_on_fresh_inputs(b, heads, tq, tk, d, causal, alignment, window, scale, seed,
+                                                    fully_masked):
+    rng = np.random.default_rng(seed)
+    h, hkv = heads
+    inputs = {"q": rng.normal(size=(b, h, tq, d)), "k": rng.normal(size=(b, hkv, tk, d)),
+              "v": rng.normal(size=(b, hkv, tk, d)), "mask": rng.random((b, 1, tq, tk)) < 0.8,
+              "key_padding_mask": rng.random((b, tk)) < 0.9, "bias": rng.normal(size=(1, h, tq, tk))}
+    op = get_op("attention")
+    params = op.full_params({"causal": causal, "alignment": alignment, "window": window, "scale": scale,
+                             "fully_masked": fully_masked})
+    expected = oracle.expected("attention", params, inputs)
+    actual = op.call(params, inputs)
+    for name in ("output", "weights"):
+        assert compare(actual[name], expected[name], policy("normwise", "float64")).passed, name
+
+
+@pytest.mark.parametrize("change,category,fragment", [
+    ({"pe": np.zeros((3, 4))}, "invalid_shape", "pe must have shape"),
+    ({"w_q": np.zeros((4, 5))}, "invalid_shape", "w_q must have shape"),
+    ({"w_k": np.zeros((4, 2))}, "invalid_shape", "w_k must have shape"),
+    ({"tokens": np.array([[0, 9]])}, "out_of_range", "beyond the 5-row embedding"),
+    ({"tokens": np.array([0, 1])}, "invalid_shape", "at least 2 dimension"),
+    ({"pe_placement": "output"}, "invalid_argument", "pe_placement must be one of"),
+])
+def test_pipeline_bad_input(change, category, fragment):
+    rng = np.random.default_rng(1)
+    args = {"tokens": np.array([[0, 1]]), "embedding": rng.normal(size=(5, 4)), "pe": np.zeros((2, 4)),
+            "w_q": rng.normal(size=(4, 4)), "w_k": rng.normal(size=(4, 4)), "w_v": rng.normal(size=(4, 4)),
+            "w_o": rng.normal(size=(4, 4)), "pe_placement": "input"}
+    args.update(change)
+    placement = args.pop("pe_placement")
+    with pytest.raises(SpecError, match=fragment) as info:
+        attention_layer(*args.values(), num_heads=2, pe_placement=placement)
+    assert info.value.category == category
