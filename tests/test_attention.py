@@ -318,3 +318,21 @@ def test_pipeline_bad_input(change, category, fragment):
     with pytest.raises(SpecError, match=fragment) as info:
         attention_layer(*args.values(), num_heads=2, pe_placement=placement)
     assert info.value.category == category
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_inputs_still_pass_with_headroom(dtype, corpus_dir):
+    """A framework holding q, k, v (and the layer's weights) in float16/bfloat16, accumulating in float32."""
+    from posenc_ref import corpus
+    from posenc_ref.runner.emulation import emulate, to_dtype
+
+    for entry in corpus.read_manifest(corpus_dir)["cases"]:
+        if not entry["op"].startswith("attention") or entry["expected_error"]:
+            continue
+        golden = corpus.load_case(corpus_dir, entry)
+        narrow = {k: to_dtype(a, dtype).astype(np.float64) if a.dtype == np.float64 else a
+                  for k, a in golden.inputs.items()}
+        outputs = emulate(entry["op"], golden.params, narrow, output_dtype=dtype, angle_dtype="float32")
+        for name, out in golden.outputs.items():
+            verdict = compare(outputs[name], out.expected, policy("normwise", dtype))
+            assert verdict.passed and verdict.headroom >= 2.0, (entry["id"], name, verdict.headroom)
