@@ -50,6 +50,11 @@ def _keys(array: Any, start: int, stop: int) -> Any:
     return array[..., start:stop]
 
 
+def _fits(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` without growing it."""
+    return len(shape) <= len(target) and all(a in (1, t) for a, t in zip(shape[::-1], target[::-1]))
+
+
 def _term(p: Pass, start: int, stop: int, shape: tuple[int, ...]) -> tuple[F64 | None, F64 | None]:
     """The logits term ``t`` (B, H, Tq, n) and value term ``u`` (B, H, Tq, n, D) of keys [start, stop)."""
     if p.logits_term is None or p.q_positions is None or p.k_positions is None:
@@ -58,13 +63,13 @@ def _term(p: Pass, start: int, stop: int, shape: tuple[int, ...]) -> tuple[F64 |
     result = p.logits_term(p.q, k_heads, p.q_positions, p.k_positions[..., start:stop])
     t, u = result if isinstance(result, tuple) else (result, None)
     t = np.asarray(t, dtype=np.float64)
-    if np.broadcast_shapes(t.shape, shape) != shape:
+    if not _fits(t.shape, shape):
         raise SpecError(f"attention: logits_term must return a term broadcastable to {shape}, got {t.shape}",
                         category="invalid_shape")
     if u is not None:
         u = np.asarray(u, dtype=np.float64)
         full = shape + (p.q.shape[-1],)
-        if np.broadcast_shapes(u.shape, full) != full:
+        if not _fits(u.shape, full):
             raise SpecError(f"attention: logits_term's value term must be broadcastable to {full}, got {u.shape}",
                             category="invalid_shape")
     if not np.isfinite(t).all() or (u is not None and not np.isfinite(u).all()):

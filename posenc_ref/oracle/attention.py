@@ -44,8 +44,12 @@ def _softmax_row(logits: list[Any]) -> list[Any] | None:
 
 
 def _attend(q: Any, k: Any, v: Any, params: Mapping[str, Any], keep: Any = None, additive: Any = None,
-            bias: Any = None) -> tuple[Any, Any]:
-    """Nested lists of mpf: q [b][h][i][d], k/v [b][g][j][d]; returns (output, weights), ``None`` rows for empty."""
+            bias: Any = None, term: Any = None, value_term: Any = None) -> tuple[Any, Any]:
+    """Nested lists of mpf: q [b][h][i][d], k/v [b][g][j][d]; returns (output, weights), ``None`` rows for empty.
+
+    ``term`` [b, h, i, j] joins the dot product inside the scale; ``value_term`` [b, h, i, j, d]
+    joins value ``j`` under the weights.
+    """
     b_size, h_size, tq = len(q), len(q[0]), len(q[0][0])
     hkv, tk, dim = len(k[0]), len(k[0][0]), len(k[0][0][0])
     group = h_size // hkv
@@ -69,6 +73,8 @@ def _attend(q: Any, k: Any, v: Any, params: Mapping[str, Any], keep: Any = None,
                         logits.append(None)
                         continue
                     dot = mpmath.fsum(q[b][h][i][d] * k[b][g][j][d] for d in range(dim))
+                    if term is not None:
+                        dot += mpmath.mpf(float(term[b, h, i, j]))
                     s = scale * dot
                     if bias is not None:
                         s += mpmath.mpf(float(bias[b, h, i, j]))
@@ -80,7 +86,11 @@ def _attend(q: Any, k: Any, v: Any, params: Mapping[str, Any], keep: Any = None,
                     out_h.append(None)
                     w_h.append(None)
                     continue
-                out_h.append([mpmath.fsum(p[j] * v[b][g][j][d] for j in range(tk)) for d in range(dim)])
+                if value_term is None:
+                    out_h.append([mpmath.fsum(p[j] * v[b][g][j][d] for j in range(tk)) for d in range(dim)])
+                else:
+                    out_h.append([mpmath.fsum(p[j] * (v[b][g][j][d] + mpmath.mpf(float(value_term[b, h, i, j, d])))
+                                              for j in range(tk)) for d in range(dim)])
                 w_h.append(p)
             out_b.append(out_h)
             w_b.append(w_h)
@@ -174,7 +184,20 @@ def pipeline(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> d
     return {"output": result}
 
 
+def terms(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
+    b, h, tq, dim = q.shape
+    tk = k.shape[2]
+    term = np.broadcast_to(np.asarray(inputs["term"], dtype=np.float64), (b, h, tq, tk))
+    value_term = np.broadcast_to(np.asarray(inputs["value_term"], dtype=np.float64), (b, h, tq, tk, dim))
+    full = {"window": None, **params}
+    out, weights = _attend(_mp(q), _mp(k), _mp(v), full, term=term, value_term=value_term)
+    return {"output": _round(out, (b, h, tq, dim), lambda bi, hi: [0.0] * dim),
+            "weights": _round(weights, (b, h, tq, tk), lambda bi, hi: [0.0] * tk)}
+
+
 ORACLES: Final[dict[str, Oracle]] = {
     "attention": attention,
+    "attention.terms": terms,
     "attention.pipeline": pipeline,
 }

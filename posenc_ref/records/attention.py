@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.attention import ALIGNMENTS, FULLY_MASKED, attention
 from posenc_ref.attention_pipeline import PE_PLACEMENTS, attention_layer
-from posenc_ref.errors import ErrorCategory
+from posenc_ref.errors import ErrorCategory, SpecError
 from posenc_ref.opspec import Case, OpRecord, Output, Param
 from posenc_ref.sinusoidal import sinusoidal_table
 
@@ -27,6 +27,29 @@ def attention_case(q: Any, k: Any, v: Any, mask: Any, key_padding_mask: Any, bia
     result = attention(q, k, v, mask=mask, key_padding_mask=key_padding_mask, bias=bias, return_weights=True,
                        **params)
     if not isinstance(result, tuple):  # return_weights=True always gives a pair
+        raise RuntimeError("attention: expected (output, weights)")
+    return result
+
+
+def attention_terms_case(q: Any, k: Any, v: Any, term: Any, value_term: Any, /, **params: Any) -> tuple[F64, F64]:
+    """The logits-term plug-in with stored terms: ``term`` (B, H, Tq, Tk) and ``value_term`` (B, H, Tq, Tk, D).
+
+    The plug-in reads key ``j``'s slice by its position, ``k_positions = arange(Tk)``.
+    """
+    t_arr, u_arr = np.asarray(term, dtype=np.float64), np.asarray(value_term, dtype=np.float64)
+
+    def stored(qq: F64, kk: F64, q_pos: NDArray[np.int64], k_pos: NDArray[np.int64]) -> tuple[F64, F64]:
+        return t_arr[..., k_pos], u_arr[..., k_pos, :]
+
+    q_arr, k_arr = np.asarray(q), np.asarray(k)
+    tk = k_arr.shape[-2] if k_arr.ndim >= 2 else 0
+    tq = q_arr.shape[-2] if q_arr.ndim >= 2 else 0
+    if t_arr.ndim < 1 or t_arr.shape[-1] != tk or u_arr.ndim < 2 or u_arr.shape[-2] != tk:
+        raise SpecError(f"attention_terms_case: term (..., Tk) and value_term (..., Tk, D) need Tk={tk} keys, "
+                        f"got shapes {t_arr.shape} and {u_arr.shape}", category="invalid_shape")
+    result = attention(q, k, v, logits_term=stored, q_positions=np.arange(tq), k_positions=np.arange(tk),
+                       return_weights=True, **params)
+    if not isinstance(result, tuple):
         raise RuntimeError("attention: expected (output, weights)")
     return result
 
@@ -176,6 +199,48 @@ ATTENTION = OpRecord(
 )
 
 
+def _terms_inputs(b: int, h: int, hkv: int, tq: int, tk: int, d: int, *, per_head: bool = False,
+                  offset: int | None = None) -> Any:
+    shift = tk - tq if offset is None else offset  # the query's key index: bottom-right unless given
+
+    def make(rng: np.random.Generator) -> dict[str, Any]:
+        distance = np.clip(np.arange(tq)[:, None] + shift - np.arange(tk)[None, :], -3, 3)  # clipped i - j
+        table_k, table_v = rng.normal(size=(7, h if per_head else 1)), rng.normal(size=(7, d))
+        term = np.moveaxis(table_k[distance + 3], -1, 0)[None] * 2.0  # (1, H or 1, Tq, Tk)
+        return {
+            "q": rng.normal(size=(b, h, tq, d)), "k": rng.normal(size=(b, hkv, tk, d)),
+            "v": rng.normal(size=(b, hkv, tk, d)), "term": term, "value_term": table_v[distance + 3][None, None],
+        }
+    return make
+
+
+TERMS = OpRecord(
+    name="attention.terms",
+    family="attention",
+    function=attention_terms_case,
+    inputs=("q", "k", "v", "term", "value_term"),
+    outputs=(Output("output", "float64", "normwise"), Output("weights", "float64", "normwise")),
+    params=(
+        Param("scale", "float", None, doc="logit scale; None means 1/sqrt(D)"),
+        Param("causal", "bool", False, doc="causal mask"),
+        ALIGNMENT,
+    ),
+    summary="the logits-term plug-in: a term inside the scale and a value term under the weights",
+    citation="Shaw et al. 2018, arXiv:1803.02155, eqs. 3-4 (the placement these stored terms follow)",
+    cases=(
+        Case("attention.terms.shaw_form.t6.d8", {}, _terms_inputs(1, 2, 2, 6, 6, 8),
+             "Shaw-form terms from a clipped-distance table: t inside the scale, u added to the values"),
+        Case("attention.terms.causal.gqa.tq3tk7", {"causal": True}, _terms_inputs(2, 4, 2, 3, 7, 4, per_head=True),
+             "per-head terms under GQA with a 4-key cache, bottom-right causal"),
+        Case("attention.terms.causal.top_left.tq4tk6", {"causal": True, "alignment": "top_left"},
+             _terms_inputs(1, 2, 1, 4, 6, 4, offset=0), "terms under top-left causal alignment (torch SDPA), Tq < Tk"),
+        Case("attention.terms.error.term_shape", {},
+             lambda rng: {**_terms_inputs(1, 2, 2, 4, 4, 4)(rng), "term": np.zeros((1, 3, 4, 4))},
+             "error: a term that does not broadcast to (B, H, Tq, Tk)", kind="error", error="invalid_shape"),
+    ),
+)
+
+
 def _layer_inputs(b: int, t: int, width: int, h: int, hkv: int, vocab: int) -> Any:
     head = width // h
 
@@ -227,4 +292,4 @@ PIPELINE = OpRecord(
     ),
 )
 
-RECORDS = (ATTENTION, PIPELINE)
+RECORDS = (ATTENTION, TERMS, PIPELINE)

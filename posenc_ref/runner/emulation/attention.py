@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from posenc_ref.attention import prepare_pass
 from posenc_ref.attention_core import Pass
 from posenc_ref.attention_pipeline import attention_layer
-from posenc_ref.records.attention import attention_case
+from posenc_ref.records.attention import attention_case, attention_terms_case
 from posenc_ref.runner.emulation._common import Emulation
 
 
@@ -57,6 +57,27 @@ def _attention(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct
     return {"output": out, "weights": weights}
 
 
+def _terms(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type,
+           at: type) -> dict[str, NDArray[Any]]:
+    names = ("q", "k", "v", "term", "value_term")
+    attention_terms_case(*(inputs[n] for n in names), **params)  # validation and errors
+    spec = prepare_pass(inputs["q"], inputs["k"], inputs["v"], **params)
+    group = spec.groups
+    q: NDArray[Any] = spec.q.astype(ct)
+    k: NDArray[Any] = np.repeat(spec.k.astype(ct), group, axis=1)
+    v: NDArray[Any] = np.repeat(spec.v.astype(ct), group, axis=1)
+    s: NDArray[Any] = (q @ k.transpose(0, 1, 3, 2) + inputs["term"].astype(ct)) * ct(spec.scale)
+    if spec.keep is not None:
+        s = np.where(spec.keep, s, ct(-np.inf))
+    m = s.max(axis=-1, keepdims=True)
+    empty = m == -np.inf
+    e = np.exp(s - np.where(empty, ct(0), m))
+    w = e / np.where(empty, ct(1), e.sum(axis=-1, keepdims=True))
+    u: NDArray[Any] = np.broadcast_to(inputs["value_term"].astype(ct), w.shape + (v.shape[-1],))
+    out = w @ v + np.einsum("bhqk,bhqkd->bhqd", w, u)
+    return {"output": out.astype(ct), "weights": w.astype(ct)}
+
+
 def _pipeline(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type,
               at: type) -> dict[str, NDArray[Any]]:
     names = ("tokens", "embedding", "pe", "w_q", "w_k", "w_v", "w_o")
@@ -86,5 +107,6 @@ def _pipeline(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct:
 
 EMULATIONS: Final[dict[str, Emulation]] = {
     "attention": _attention,
+    "attention.terms": _terms,
     "attention.pipeline": _pipeline,
 }

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.attention import prepare_pass
 from posenc_ref.attention_core import Pass
-from posenc_ref.records.attention import attention_case
+from posenc_ref.records.attention import attention_case, attention_terms_case
 from posenc_ref.runner.mutants._common import Mutant, swap, with_params
 
 _ARRAYS: Final = ("q", "k", "v", "mask", "key_padding_mask", "bias")
@@ -86,6 +86,16 @@ def _unscaled(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[A
     return attention_case(*(inputs[n] for n in _ARRAYS), **changed)
 
 
+def _term_after_scale(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    attention_terms_case(*(inputs[n] for n in ("q", "k", "v", "term", "value_term")), **params)
+    p = prepare_pass(inputs["q"], inputs["k"], inputs["v"], bias=inputs["term"], **params)  # t outside the scale
+    weights = _softmax(_logits(p), axis=-1)
+    out = _finish(p, weights)
+    out["output"] = out["output"] + np.einsum("bhqk,bhqkd->bhqd", weights,
+                                              np.broadcast_to(inputs["value_term"], weights.shape + (p.q.shape[-1],)))
+    return out
+
+
 MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("causal-alignment-swapped", "top-left and bottom-right causal alignment exchanged (Tq != Tk)",
            "torch SDPA is_causal (top-left) vs flash-attn flash_attn_func causal (bottom-right, its docstring)",
@@ -99,6 +109,9 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            "grouped-query head mapping slips in GQA ports (repeat vs tile)", ("attention",), _gqa_modulo),
     Mutant("bias-after-softmax", "the positional bias added to the weights instead of the logits",
            "the lesson card's 'softmax-then-add' mistake", ("attention",), _bias_after_softmax),
+    Mutant("relative-term-outside-scale", "the relative logits term added after the 1/sqrt(D) scale, not inside it",
+           "Shaw 2018 eq. 4 / Transformer-XL divide the whole score; ports that scale only q . k",
+           ("attention.terms",), _term_after_scale),
     Mutant("pe-after-block", "the absolute encoding added after the attention block instead of at the input",
            "the lesson card's 'adding position AFTER the first block'", ("attention.pipeline",),
            with_params(swap("pe_placement", {"input": "after_block", "after_block": "input"})),
