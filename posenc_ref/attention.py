@@ -233,15 +233,15 @@ def attention(
     >>> w_br[0, 0, 0].tolist(), w_tl[0, 0, 0].tolist()
     ([0.3333333333333333, 0.3333333333333333, 0.3333333333333333], [1.0, 0.0, 0.0])
     """
+    if block_size is not None:
+        block_size = check_int("attention", "block_size", block_size, minimum=1)
+        if return_weights:
+            raise SpecError("attention: block_size (the blockwise path) cannot return weights, got return_weights=True")
     spec = prepare_pass(
         q, k, v, scale=scale, causal=causal, alignment=alignment, window=window, mask=mask,
         key_padding_mask=key_padding_mask, bias=bias, q_positions=q_positions, k_positions=k_positions,
         qk_transform=qk_transform, logits_term=logits_term, fully_masked=fully_masked,
     )
-    if block_size is not None:
-        block_size = check_int("attention", "block_size", block_size, minimum=1)
-        if return_weights:
-            raise SpecError("attention: block_size (the blockwise path) cannot return weights, got return_weights=True")
     if return_weights:
         return direct(spec)
     b, h, tq, _ = spec.q.shape
