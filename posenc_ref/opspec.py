@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.errors import ErrorCategory
 
-ToleranceClass = Literal["exact", "ulp", "phase"]
+ToleranceClass = Literal["exact", "ulp", "phase", "normwise"]
 CaseKind = Literal["normal", "edge", "long_position", "error"]
 Level = Literal["must", "should"]
 CASE_KINDS: Final = ("normal", "edge", "long_position", "error")
@@ -43,7 +43,7 @@ class Param:
     """
 
     name: str
-    kind: Literal["int", "float", "str"]
+    kind: Literal["int", "float", "str", "bool"]
     default: Any = REQUIRED
     choices: tuple[Any, ...] = ()
     users: Mapping[Any, str] = field(default_factory=dict)

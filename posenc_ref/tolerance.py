@@ -21,6 +21,27 @@ with the floor set by the output's tolerance class:
     element's own phase. ``P`` is ``D`` for float64 and float32; for float16 and bfloat16 it is
     float32, because angles must be computed in at least float32 and only the result rounded
     to the narrow type (the vLLM#54620 / gpt-neox#1003 bug class fails by design).
+``normwise``
+    Outputs of reductions (attention outputs and weights). The unit is a *row*: the vector
+    along the last axis, of length :math:`K`. With :math:`r = \mathrm{rms}(e)` over the whole
+    finite expected output, a row passes when
+
+    .. math::
+
+        \lVert a_r - e_r \rVert_2 \le c\,\sqrt{K}\,\epsilon_D\,(\lVert e_r \rVert_2 + r)
+
+    and every element of it when
+    :math:`|a - e| \le n_{ulp}\,\mathrm{ulp}_D(|e|) + 4c\,\sqrt{K}\,\epsilon_D\,(|e| + r)`.
+    Derivation: a length-:math:`n` dot product or sum computed in precision :math:`\epsilon`
+    has a forward error bounded by :math:`\gamma_n \sum |x_i y_i|` and, with rounding errors
+    of random sign, typically :math:`\sqrt{n}\,\epsilon \sum |x_i y_i|` (Higham,
+    *Accuracy and Stability of Numerical Algorithms*, sections 3.1 and 3.6). An attention
+    row accumulates such errors in its logits (length ``D``), its softmax sum and its weighted
+    value sum (length ``Tk``); the row's own length stands for the reduction length and the
+    row norm for :math:`\sum |x_i y_i|`, with :math:`r` as the floor where cancellation makes a
+    row small. The elementwise bound (four times looser) keeps one element from hiding in a
+    large row. Masked weights and fully masked rows are exact zeros in every correct
+    implementation and sit at ``|e| = 0``; ``nan`` rows must be ``nan``.
 
 Constants (:data:`POLICIES`) were calibrated on the built-in emulations of typical float32 and
 float16 frameworks, which pass every case with at least 2x headroom (a test), while the
@@ -36,6 +57,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 Dtype = Literal["float64", "float32", "float16", "bfloat16"]
+NORMWISE_ELEMENT_FACTOR: Final = 4.0
+"""The elementwise bound of the ``normwise`` class is this many times looser than the row bound."""
 DTYPES: Final[tuple[Dtype, ...]] = ("float64", "float32", "float16", "bfloat16")
 
 # (significand bits including the implicit one, minimum normal exponent)
@@ -72,7 +95,11 @@ def ulp(values: Any, dtype: Dtype) -> NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class Policy:
-    """A resolved tolerance: ``n_ulp * ulp_D(|e|) + c_phase * eps_P * (1 + |theta|)``."""
+    """A resolved tolerance: ``n_ulp * ulp_D(|e|) + c_phase * eps_P * (1 + |theta|)``.
+
+    ``c_phase`` is the class constant: the phase floor's ``c`` for ``phase``, the normwise ``c``
+    for ``normwise`` (so that relaxing a policy scales both the same way).
+    """
 
     tolerance_class: str
     dtype: Dtype
@@ -95,8 +122,27 @@ class Policy:
         text = f"{self.n_ulp:g} ulp({self.dtype})"
         if self.tolerance_class == "phase":
             text += f" + {self.c_phase:g} * eps({self.phase_dtype}) * (1 + |theta|)"
+        if self.tolerance_class == "normwise":
+            return (f"rows: ||a-e|| <= {self.c_phase:g} * sqrt(K) * eps({self.dtype}) * (||e|| + rms(e)); "
+                    f"elements: {text} + {NORMWISE_ELEMENT_FACTOR * self.c_phase:g} * sqrt(K) * eps({self.dtype})"
+                    " * (|e| + rms(e))")
         return text
 
+    def allowed_normwise(self, expected: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(row bound, element bound)`` of the ``normwise`` class; rows are along the last axis.
+
+        ``expected`` holds the finite expected values (non-finite entries already zeroed).
+        """
+        k = expected.shape[-1] if expected.ndim else 1
+        rms = float(np.sqrt(np.mean(np.square(expected)))) if expected.size else 0.0
+        unit = np.sqrt(k) * eps(self.dtype) * self.c_phase
+        rows = unit * (np.sqrt(np.sum(np.square(expected), axis=-1, keepdims=True)) + rms)
+        elements = self.n_ulp * ulp(expected, self.dtype) + NORMWISE_ELEMENT_FACTOR * unit * (np.abs(expected) + rms)
+        return np.asarray(rows, dtype=np.float64), np.asarray(elements, dtype=np.float64)
+
+
+NORMWISE_C: Final = 8.0
+"""The ``normwise`` constant ``c`` (calibrated: see the module notes and tests/test_runner.py)."""
 
 POLICIES: Final[dict[tuple[str, Dtype], Policy]] = {
     **{("exact", d): Policy("exact", d, 0.0) for d in DTYPES},
@@ -108,6 +154,7 @@ POLICIES: Final[dict[tuple[str, Dtype], Policy]] = {
     ("phase", "float32"): Policy("phase", "float32", 2.0, 16.0, "float32"),
     ("phase", "float16"): Policy("phase", "float16", 2.0, 16.0, "float32"),
     ("phase", "bfloat16"): Policy("phase", "bfloat16", 2.0, 16.0, "float32"),
+    **{("normwise", d): Policy("normwise", d, 2.0, NORMWISE_C) for d in DTYPES},
 }
 """Policy by (tolerance class, adapter dtype). Documented with its derivation in docs/tolerance.md."""
 
@@ -142,6 +189,8 @@ def compare(actual: Any, expected: Any, pol: Policy, phase: Any = None) -> Compa
 
     ``actual`` must already have ``expected``'s shape. Non-finite expected values must be
     matched exactly; a non-finite actual value where a finite one is expected fails.
+    ``phase`` is the per-element phase of the ``phase`` class and is ignored by the others;
+    the ``normwise`` class judges rows along the last axis (see the module notes).
     """
     e = np.asarray(expected)
     a = np.asarray(actual)
@@ -158,8 +207,18 @@ def compare(actual: Any, expected: Any, pol: Policy, phase: Any = None) -> Compa
         with np.errstate(invalid="ignore"):
             err = np.where(finite, np.abs(a64 - e64), np.where(same_nonfinite, 0.0, np.inf))
         err = np.where(np.isnan(err), np.inf, err)
-        th = None if phase is None else np.broadcast_to(np.asarray(phase, dtype=np.float64), e.shape)
-        allowed = pol.allowed(np.where(finite, e64, 0.0), th)
+        if pol.tolerance_class == "normwise":
+            row_allowed, allowed = pol.allowed_normwise(np.where(finite, e64, 0.0))
+            row_err = np.sqrt(np.sum(np.square(np.where(np.isfinite(err), err, 0.0)), axis=-1, keepdims=True))
+            row_err = np.where(np.isinf(err).any(axis=-1, keepdims=True), np.inf, row_err)
+            # a row over its bound marks every element with an error in it as bad
+            with np.errstate(divide="ignore", invalid="ignore"):
+                row_ratio = np.where(row_err > 0, row_allowed / np.where(row_err > 0, row_err, 1.0), np.inf)
+                shared = np.where(np.isfinite(err) & (err > 0), err * row_ratio, allowed)
+            allowed = np.minimum(allowed, shared)
+        else:
+            th = None if phase is None else np.broadcast_to(np.asarray(phase, dtype=np.float64), e.shape)
+            allowed = pol.allowed(np.where(finite, e64, 0.0), th)
         bad = err > allowed
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(err > 0, allowed / np.where(err > 0, err, 1.0), np.inf)

@@ -63,7 +63,9 @@ def test_case_is_well_formed(op, case):
         assert info.value.category == case.error
     else:
         assert case.error is None
-        assert all(np.all(np.isfinite(v)) for v in op.call(params, inputs).values())
+        outputs = op.call(params, inputs).values()
+        # only a case flagged NonFinite (a documented nan policy) may produce non-finite values
+        assert "NonFinite" in case.flags or all(np.all(np.isfinite(v)) for v in outputs)
 
 
 def test_seeded_inputs_are_stable_and_independent():

@@ -36,11 +36,11 @@ def test_bfloat16_rounding_is_nearest_even():
 
 
 def test_every_class_and_dtype_has_a_policy():
-    for cls in ("exact", "ulp", "phase"):
+    for cls in ("exact", "ulp", "phase", "normwise"):
         for dt in DTYPES:
             assert policy(cls, dt).dtype == dt
     with pytest.raises(ValueError):
-        policy("normwise", "float32")
+        policy("no_such_class", "float32")
     # narrow dtypes judge their phases with float32's epsilon: angles must be float32 or better
     assert POLICIES[("phase", "float16")].phase_dtype == "float32"
 

@@ -1,0 +1,295 @@
+"""Registry records of the attention pass (:mod:`posenc_ref.attention`) and the one-layer pipeline.
+
+The ``attention`` op takes every mask and the bias as stored arrays so that one op covers all
+of them; a case without one stores the neutral value (an all-True mask, an all-True padding
+row, a zero bias), each at the smallest broadcastable shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref.attention import ALIGNMENTS, FULLY_MASKED, attention
+from posenc_ref.attention_pipeline import PE_PLACEMENTS, attention_layer
+from posenc_ref.errors import ErrorCategory, SpecError
+from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.sinusoidal import sinusoidal_table
+
+F64 = NDArray[np.float64]
+
+
+def attention_case(q: Any, k: Any, v: Any, mask: Any, key_padding_mask: Any, bias: Any, /,
+                   **params: Any) -> tuple[F64, F64]:
+    """The registered form of :func:`~posenc_ref.attention.attention`: masks and bias as arrays, weights returned."""
+    result = attention(q, k, v, mask=mask, key_padding_mask=key_padding_mask, bias=bias, return_weights=True,
+                       **params)
+    if not isinstance(result, tuple):  # return_weights=True always gives a pair
+        raise RuntimeError("attention: expected (output, weights)")
+    return result
+
+
+def attention_terms_case(q: Any, k: Any, v: Any, term: Any, value_term: Any, /, **params: Any) -> tuple[F64, F64]:
+    """The logits-term plug-in with stored terms: ``term`` (B, H, Tq, Tk) and ``value_term`` (B, H, Tq, Tk, D).
+
+    The plug-in reads key ``j``'s slice by its position, ``k_positions = arange(Tk)``.
+    """
+    t_arr, u_arr = np.asarray(term, dtype=np.float64), np.asarray(value_term, dtype=np.float64)
+
+    def stored(qq: F64, kk: F64, q_pos: NDArray[np.int64], k_pos: NDArray[np.int64]) -> tuple[F64, F64]:
+        return t_arr[..., k_pos], u_arr[..., k_pos, :]
+
+    q_arr, k_arr = np.asarray(q), np.asarray(k)
+    tk = k_arr.shape[-2] if k_arr.ndim >= 2 else 0
+    tq = q_arr.shape[-2] if q_arr.ndim >= 2 else 0
+    if t_arr.ndim < 1 or t_arr.shape[-1] != tk or u_arr.ndim < 2 or u_arr.shape[-2] != tk:
+        raise SpecError(f"attention_terms_case: term (..., Tk) and value_term (..., Tk, D) need Tk={tk} keys, "
+                        f"got shapes {t_arr.shape} and {u_arr.shape}", category="invalid_shape")
+    result = attention(q, k, v, logits_term=stored, q_positions=np.arange(tq), k_positions=np.arange(tk),
+                       return_weights=True, **params)
+    if not isinstance(result, tuple):
+        raise RuntimeError("attention: expected (output, weights)")
+    return result
+
+
+ALIGNMENT = Param(
+    "alignment", "str", "bottom_right", ALIGNMENTS,
+    users={"top_left": "torch SDPA is_causal=True (2.x); ONNX Runtime CPU Attention",
+           "bottom_right": "flash-attn causal=True (2.1+); ONNX Attention with past_key; KV-cache decoding (HF)"},
+    doc="where the causal diagonal and the window sit when Tq != Tk",
+)
+FULLY_MASKED_PARAM = Param(
+    "fully_masked", "str", "zeros", FULLY_MASKED,
+    users={"zeros": "torch SDPA >= 2.5 (_safe_softmax); flash-attn; ONNX Attention after onnx/onnx#8068",
+           "nan": "torch SDPA < 2.5 math backend; plain softmax (ONNX reference evaluator before #8068)",
+           "uniform": "finite mask fill: HF eager attention (finfo.min); ONNX Runtime (-1e30 fill)",
+           "error": "posenc-ref strict mode (no library)"},
+    doc="what a query row with every key masked produces",
+)
+
+_TRUE_MASK = np.ones((1, 1, 1, 1), dtype=bool)
+_ZERO_BIAS = np.zeros((1, 1, 1, 1))
+
+
+def _qkv(b: int, h: int, hkv: int, tq: int, tk: int, d: int, *, mask: Any = None, padding: Any = None,
+         bias: Any = None) -> Any:
+    def make(rng: np.random.Generator) -> dict[str, Any]:
+        return {
+            "q": rng.normal(size=(b, h, tq, d)),
+            "k": rng.normal(size=(b, hkv, tk, d)),
+            "v": rng.normal(size=(b, hkv, tk, d)),
+            "mask": _TRUE_MASK if mask is None else mask(rng) if callable(mask) else mask,
+            "key_padding_mask": np.ones((1, tk), dtype=bool) if padding is None else padding,
+            "bias": _ZERO_BIAS if bias is None else bias(rng) if callable(bias) else bias,
+        }
+    return make
+
+
+def _relative_bias(tq: int, tk: int, h: int, q_offset: int) -> F64:
+    """``-slope_h * |i - j|`` from explicit positions ``i = q_offset + row``, ``j = column``; (1, H, Tq, Tk)."""
+    slopes = 2.0 ** -np.arange(1, h + 1)
+    distance = np.abs((np.arange(tq) + q_offset)[:, None] - np.arange(tk)[None, :])
+    bias: F64 = -slopes[:, None, None] * distance
+    return bias[None]
+
+
+def _fully_masked_row(rng: np.random.Generator) -> NDArray[np.bool_]:
+    mask = rng.random((2, 1, 5, 6)) < 0.7
+    mask[0, 0, 2] = False  # query row 2 of batch 0 sees no key
+    mask[1, 0, 4] = False
+    mask[:, :, [0, 1, 3], 0] = True  # every other row keeps at least one key
+    return mask
+
+
+def _boolean_mask(rng: np.random.Generator) -> NDArray[np.bool_]:
+    mask = rng.random((2, 1, 5, 6)) < 0.5
+    mask[..., 0] = True  # no row is empty
+    return mask
+
+
+def _attention_cases() -> tuple[Case, ...]:
+    left_padded = np.array([[False, False, True, True, True, True, True],
+                            [True, True, True, True, True, True, True]])
+    additive = np.zeros((1, 1, 4, 6))
+    additive[..., 1] = -np.inf
+    additive[..., 3] = -1.5
+    cases = [
+        Case("attention.mha.b2h2.t6.d8", {}, _qkv(2, 2, 2, 6, 6, 8), "plain multi-head attention, no mask"),
+        Case("attention.gqa.h4kv2.t5.d8", {}, _qkv(1, 4, 2, 5, 5, 8),
+             "grouped-query heads: query heads 0,1 read kv head 0 and 2,3 read kv head 1"),
+        Case("attention.mqa.h3kv1.t4.d4", {}, _qkv(2, 3, 1, 4, 4, 4), "multi-query: every head reads kv head 0"),
+        Case("attention.causal.top_left.tq4tk7", {"causal": True, "alignment": "top_left"},
+             _qkv(1, 4, 2, 4, 7, 8), "causal top-left (torch SDPA is_causal) with Tq < Tk: row i sees keys 0..i"),
+        Case("attention.causal.bottom_right.tq4tk7", {"causal": True, "alignment": "bottom_right"},
+             _qkv(1, 4, 2, 4, 7, 8), "causal bottom-right (flash-attn, a cache) with Tq < Tk: row i sees keys 0..i+3"),
+        Case("attention.causal.bottom_right.tq6tk3", {"causal": True, "alignment": "bottom_right"},
+             _qkv(1, 2, 2, 6, 3, 4),
+             "bottom-right with Tq > Tk: rows 0..2 see no key (flash-attn's example) and are zeros", kind="edge"),
+        Case("attention.causal.top_left.tq6tk3", {"causal": True, "alignment": "top_left"},
+             _qkv(1, 2, 2, 6, 3, 4), "top-left with Tq > Tk: no row is empty", kind="edge"),
+        Case("attention.causal.square.t8", {"causal": True}, _qkv(2, 2, 1, 8, 8, 8),
+             "causal self-attention with Tq == Tk, where both alignments agree"),
+        Case("attention.padding.left_padded.causal", {"causal": True},
+             _qkv(2, 2, 2, 7, 7, 4, padding=left_padded),
+             "left-padded batch: padded keys get weight 0; padded query rows 0-1 of batch 0 see nothing (zeros)"),
+        Case("attention.window.causal.w3.t10", {"causal": True, "window": 3}, _qkv(1, 2, 2, 10, 10, 8),
+             "sliding window W=3 (HF sliding_window=3, flash-attn window_size=(2, 2)): the query and 2 keys before"),
+        Case("attention.window.bidirectional.w2.t9", {"window": 2}, _qkv(1, 2, 1, 9, 9, 4),
+             "non-causal window W=2: keys i-1, i, i+1"),
+        Case("attention.window.decode.w4", {"causal": True, "window": 4}, _qkv(1, 2, 2, 2, 9, 8),
+             "a window under bottom-right alignment: the last two queries of a 9-key cache see 4 keys each"),
+        Case("attention.mask.boolean", {}, _qkv(2, 2, 2, 5, 6, 8, mask=_boolean_mask),
+             "an arbitrary boolean mask (True = attend), broadcast over heads"),
+        Case("attention.mask.additive", {}, _qkv(1, 2, 2, 4, 6, 8, mask=additive),
+             "an additive float mask: -inf removes key 1, -1.5 penalises key 3"),
+        Case("attention.bias.relative.t8", {}, _qkv(1, 4, 4, 8, 8, 8, bias=_relative_bias(8, 8, 4, 0)),
+             "an additive bias -slope_h * |i - j| added after the scale"),
+        Case("attention.decode_step.bias", {"causal": True}, _qkv(2, 4, 2, 1, 9, 8, bias=_relative_bias(1, 9, 4, 8)),
+             "one decode step against a 9-key cache: the query at position 8, the bias from explicit positions",
+             kind="edge"),
+        Case("attention.scale.unscaled", {"scale": 1.0}, _qkv(1, 2, 2, 5, 5, 8),
+             "explicit scale=1 (T5 attention has no 1/sqrt(D))"),
+        Case("attention.scale.explicit", {"scale": 0.2, "causal": True}, _qkv(1, 2, 2, 6, 6, 16),
+             "an explicit scale (as DeepSeek's D**-0.5 * mscale**2 would be), D=16"),
+    ]
+    for policy in ("zeros", "nan", "uniform"):
+        cases.append(Case(
+            f"attention.fully_masked.{policy}", {"fully_masked": policy},
+            _qkv(2, 2, 2, 5, 6, 4, mask=_fully_masked_row),
+            f"two query rows with every key masked under fully_masked={policy!r}", kind="edge",
+            flags=("NonFinite",) if policy == "nan" else ()))
+    errors: list[tuple[str, dict[str, Any], Any, ErrorCategory, str]] = [
+        ("heads_not_divisible", {}, _qkv(1, 3, 2, 4, 4, 4), "invalid_shape", "3 query heads over 2 kv heads"),
+        ("mismatched_d", {}, lambda rng: {**_qkv(1, 2, 2, 4, 4, 4)(rng), "k": rng.normal(size=(1, 2, 4, 6)),
+                                          "v": rng.normal(size=(1, 2, 4, 6))},
+         "invalid_shape", "q has D=4, k and v D=6"),
+        ("mask_wrong_shape", {}, _qkv(1, 2, 2, 4, 5, 4, mask=np.ones((1, 1, 4, 4), dtype=bool)), "invalid_shape",
+         "a (1, 1, 4, 4) mask for 5 keys"),
+        ("window_zero", {"window": 0, "causal": True}, _qkv(1, 2, 2, 4, 4, 4), "invalid_argument", "window < 1"),
+        ("fully_masked_row", {"fully_masked": "error"}, _qkv(2, 2, 2, 5, 6, 4, mask=_fully_masked_row),
+         "invalid_argument", "a fully masked row under fully_masked='error'"),
+        ("unknown_alignment", {"causal": True, "alignment": "center"}, _qkv(1, 2, 2, 4, 4, 4), "invalid_argument",
+         "an unknown alignment (the message lists the valid ones)"),
+        ("padding_wrong_length", {}, _qkv(1, 2, 2, 4, 5, 4, padding=np.ones((1, 4), dtype=bool)), "invalid_shape",
+         "a key padding mask of 4 keys for 5 keys"),
+    ]
+    cases += [Case(f"attention.error.{name}", params, inputs, f"error: {why}", kind="error", error=category)
+              for name, params, inputs, category, why in errors]
+    return tuple(cases)
+
+
+ATTENTION = OpRecord(
+    name="attention",
+    family="attention",
+    function=attention_case,
+    inputs=("q", "k", "v", "mask", "key_padding_mask", "bias"),
+    outputs=(Output("output", "float64", "normwise"), Output("weights", "float64", "normwise")),
+    params=(
+        Param("scale", "float", None, doc="logit scale; None means 1/sqrt(D)"),
+        Param("causal", "bool", False, doc="causal mask"),
+        ALIGNMENT,
+        Param("window", "int", None, doc="sliding window W >= 1: a causal query sees W keys including itself"),
+        FULLY_MASKED_PARAM,
+    ),
+    summary="scaled dot-product attention with GQA, masks and a bias",
+    citation="Vaswani et al. 2017, arXiv:1706.03762, eq. 1; Ainslie et al. 2023 (GQA), arXiv:2305.13245",
+    cases=_attention_cases(),
+)
+
+
+def _terms_inputs(b: int, h: int, hkv: int, tq: int, tk: int, d: int, *, per_head: bool = False,
+                  offset: int | None = None) -> Any:
+    shift = tk - tq if offset is None else offset  # the query's key index: bottom-right unless given
+
+    def make(rng: np.random.Generator) -> dict[str, Any]:
+        distance = np.clip(np.arange(tq)[:, None] + shift - np.arange(tk)[None, :], -3, 3)  # clipped i - j
+        table_k, table_v = rng.normal(size=(7, h if per_head else 1)), rng.normal(size=(7, d))
+        term = np.moveaxis(table_k[distance + 3], -1, 0)[None] * 2.0  # (1, H or 1, Tq, Tk)
+        return {
+            "q": rng.normal(size=(b, h, tq, d)), "k": rng.normal(size=(b, hkv, tk, d)),
+            "v": rng.normal(size=(b, hkv, tk, d)), "term": term, "value_term": table_v[distance + 3][None, None],
+        }
+    return make
+
+
+TERMS = OpRecord(
+    name="attention.terms",
+    family="attention",
+    function=attention_terms_case,
+    inputs=("q", "k", "v", "term", "value_term"),
+    outputs=(Output("output", "float64", "normwise"), Output("weights", "float64", "normwise")),
+    params=(
+        Param("scale", "float", None, doc="logit scale; None means 1/sqrt(D)"),
+        Param("causal", "bool", False, doc="causal mask"),
+        ALIGNMENT,
+    ),
+    summary="the logits-term plug-in: a term inside the scale and a value term under the weights",
+    citation="Shaw et al. 2018, arXiv:1803.02155, eqs. 3-4 (the placement these stored terms follow)",
+    cases=(
+        Case("attention.terms.shaw_form.t6.d8", {}, _terms_inputs(1, 2, 2, 6, 6, 8),
+             "Shaw-form terms from a clipped-distance table: t inside the scale, u added to the values"),
+        Case("attention.terms.causal.gqa.tq3tk7", {"causal": True}, _terms_inputs(2, 4, 2, 3, 7, 4, per_head=True),
+             "per-head terms under GQA with a 4-key cache, bottom-right causal"),
+        Case("attention.terms.causal.top_left.tq4tk6", {"causal": True, "alignment": "top_left"},
+             _terms_inputs(1, 2, 1, 4, 6, 4, offset=0), "terms under top-left causal alignment (torch SDPA), Tq < Tk"),
+        Case("attention.terms.error.term_shape", {},
+             lambda rng: {**_terms_inputs(1, 2, 2, 4, 4, 4)(rng), "term": np.zeros((1, 3, 4, 4))},
+             "error: a term that does not broadcast to (B, H, Tq, Tk)", kind="error", error="invalid_shape"),
+    ),
+)
+
+
+def _layer_inputs(b: int, t: int, width: int, h: int, hkv: int, vocab: int) -> Any:
+    head = width // h
+
+    def make(rng: np.random.Generator) -> dict[str, Any]:
+        return {
+            "tokens": rng.integers(0, vocab, size=(b, t)),
+            "embedding": rng.normal(size=(vocab, width)),
+            "pe": sinusoidal_table(np.arange(t), dim=width),
+            "w_q": rng.normal(scale=width**-0.5, size=(width, h * head)),
+            "w_k": rng.normal(scale=width**-0.5, size=(width, hkv * head)),
+            "w_v": rng.normal(scale=width**-0.5, size=(width, hkv * head)),
+            "w_o": rng.normal(scale=(h * head) ** -0.5, size=(h * head, width)),
+        }
+    return make
+
+
+PIPELINE = OpRecord(
+    name="attention.pipeline",
+    family="attention",
+    function=attention_layer,
+    inputs=("tokens", "embedding", "pe", "w_q", "w_k", "w_v", "w_o"),
+    outputs=(Output("output", "float64", "normwise"),),
+    params=(
+        Param("num_heads", "int", doc="query heads H"),
+        Param("num_kv_heads", "int", None, doc="kv heads (None: H)"),
+        Param("causal", "bool", True, doc="causal self-attention"),
+        Param("pe_placement", "str", "input", PE_PLACEMENTS,
+              users={"input": "Vaswani 2017 section 3.5; BERT; GPT-2; fairseq",
+                     "after_block": "no library: the common mistake, kept to show the difference"},
+              doc="where the absolute encoding is added"),
+    ),
+    summary="one layer: embedding + absolute PE -> Q/K/V -> attention -> output projection",
+    citation="Vaswani et al. 2017, arXiv:1706.03762, sections 3.2.2 and 3.5",
+    cases=(
+        Case("attention.pipeline.sinusoidal.gqa.t8.d16", {"num_heads": 4, "num_kv_heads": 2},
+             _layer_inputs(2, 8, 16, 4, 2, 11),
+             "end to end: sinusoidal PE at the input, 4 query heads over 2 kv heads, causal"),
+        Case("attention.pipeline.sinusoidal.bidirectional.t6.d8", {"num_heads": 2, "causal": False},
+             _layer_inputs(1, 6, 8, 2, 2, 5), "end to end, encoder style (no causal mask), repeated tokens"),
+        Case("attention.pipeline.pe_after_block.t8.d16",
+             {"num_heads": 4, "num_kv_heads": 2, "pe_placement": "after_block"}, _layer_inputs(2, 8, 16, 4, 2, 11),
+             "the PE added after the block: what the common mistake computes", kind="edge"),
+        Case("attention.pipeline.error.token_beyond_table", {"num_heads": 2},
+             lambda rng: {**_layer_inputs(1, 4, 8, 2, 2, 5)(rng), "tokens": np.array([[0, 1, 5, 2]])},
+             "error: token id 5 of a 5-row embedding", kind="error", error="out_of_range"),
+        Case("attention.pipeline.error.w_o_shape", {"num_heads": 2},
+             lambda rng: {**_layer_inputs(1, 4, 8, 2, 2, 5)(rng), "w_o": np.zeros((8, 6))},
+             "error: an output projection of the wrong shape", kind="error", error="invalid_shape"),
+    ),
+)
+
+RECORDS = (ATTENTION, TERMS, PIPELINE)

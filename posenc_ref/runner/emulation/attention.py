@@ -1,0 +1,112 @@
+"""Low-precision emulation of the attention ops (calibration only; see the package docs).
+
+The pass as a float32 framework runs it (torch SDPA math backend, a fused kernel's float32
+accumulators): inputs rounded to float32, logits, softmax and the weighted sum in float32.
+Which keys are kept and the scale are read off the reference's own validated pass, so the
+mask rules are never restated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref.attention import prepare_pass
+from posenc_ref.attention_core import Pass
+from posenc_ref.attention_pipeline import attention_layer
+from posenc_ref.records.attention import attention_case, attention_terms_case
+from posenc_ref.runner.emulation._common import Emulation
+
+
+def _pass_lowp(p: Pass, ct: type) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Output and weights of a validated pass computed in dtype ``ct``."""
+    group = p.groups
+    q: NDArray[Any] = p.q.astype(ct)
+    k: NDArray[Any] = np.repeat(p.k.astype(ct), group, axis=1)  # (B, H, Tk, D)
+    v: NDArray[Any] = np.repeat(p.v.astype(ct), group, axis=1)
+    s: NDArray[Any] = (q @ k.transpose(0, 1, 3, 2)) * ct(p.scale)
+    if p.bias is not None:
+        s = s + p.bias.astype(ct)
+    if p.additive is not None:
+        s = s + p.additive.astype(ct)
+    if p.keep is not None:
+        s = np.where(p.keep, s, ct(-np.inf))
+    m = s.max(axis=-1, keepdims=True)
+    empty = m == -np.inf
+    e = np.exp(s - np.where(empty, ct(0), m))
+    total = e.sum(axis=-1, keepdims=True)
+    w = e / np.where(empty, ct(1), total)
+    rows = empty[..., 0]
+    if p.fully_masked == "nan":
+        w[rows] = np.nan
+    elif p.fully_masked == "uniform":
+        w[rows] = ct(1.0 / w.shape[-1])
+    out: NDArray[Any] = (w @ v).astype(ct)
+    return out, w.astype(ct)
+
+
+def _attention(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type,
+               at: type) -> dict[str, NDArray[Any]]:
+    arrays = [inputs[n] for n in ("q", "k", "v", "mask", "key_padding_mask", "bias")]
+    attention_case(*arrays, **params)  # the reference's validation, errors and fully-masked policy
+    spec = prepare_pass(*arrays[:3], mask=arrays[3], key_padding_mask=arrays[4], bias=arrays[5], **params)
+    out, weights = _pass_lowp(spec, ct)
+    return {"output": out, "weights": weights}
+
+
+def _terms(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type,
+           at: type) -> dict[str, NDArray[Any]]:
+    names = ("q", "k", "v", "term", "value_term")
+    attention_terms_case(*(inputs[n] for n in names), **params)  # validation and errors
+    spec = prepare_pass(inputs["q"], inputs["k"], inputs["v"], **params)
+    group = spec.groups
+    q: NDArray[Any] = spec.q.astype(ct)
+    k: NDArray[Any] = np.repeat(spec.k.astype(ct), group, axis=1)
+    v: NDArray[Any] = np.repeat(spec.v.astype(ct), group, axis=1)
+    s: NDArray[Any] = (q @ k.transpose(0, 1, 3, 2) + inputs["term"].astype(ct)) * ct(spec.scale)
+    if spec.keep is not None:
+        s = np.where(spec.keep, s, ct(-np.inf))
+    m = s.max(axis=-1, keepdims=True)
+    empty = m == -np.inf
+    e = np.exp(s - np.where(empty, ct(0), m))
+    w = e / np.where(empty, ct(1), e.sum(axis=-1, keepdims=True))
+    u: NDArray[Any] = np.broadcast_to(inputs["value_term"].astype(ct), w.shape + (v.shape[-1],))
+    out = w @ v + np.einsum("bhqk,bhqkd->bhqd", w, u)
+    return {"output": out.astype(ct), "weights": w.astype(ct)}
+
+
+def _pipeline(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type,
+              at: type) -> dict[str, NDArray[Any]]:
+    names = ("tokens", "embedding", "pe", "w_q", "w_k", "w_v", "w_o")
+    attention_layer(*(inputs[n] for n in names), **params)  # validation and errors
+    heads = int(params["num_heads"])
+    kv_heads = int(params.get("num_kv_heads") or heads)
+    table: NDArray[Any] = inputs["embedding"].astype(ct)
+    pe: NDArray[Any] = inputs["pe"].astype(ct)
+    w: dict[str, NDArray[Any]] = {n: inputs[n].astype(ct) for n in names[3:]}
+    x = table[np.asarray(inputs["tokens"])]
+    if params.get("pe_placement", "input") == "input":
+        x = x + pe
+    b, t, _ = x.shape
+    head_dim = w["w_q"].shape[1] // heads
+
+    def split(y: NDArray[Any], n: int) -> NDArray[Any]:
+        return y.reshape(b, t, n, head_dim).transpose(0, 2, 1, 3)
+
+    spec = prepare_pass(split(x @ w["w_q"], heads), split(x @ w["w_k"], kv_heads), split(x @ w["w_v"], kv_heads),
+                        causal=params.get("causal", True))
+    out, _ = _pass_lowp(spec, ct)  # the float32 projections convert to float64 exactly and back
+    y: NDArray[Any] = out.transpose(0, 2, 1, 3).reshape(b, t, heads * head_dim) @ w["w_o"]
+    if params.get("pe_placement", "input") == "after_block":
+        y = y + pe
+    return {"output": y.astype(ct)}
+
+
+EMULATIONS: Final[dict[str, Emulation]] = {
+    "attention": _attention,
+    "attention.terms": _terms,
+    "attention.pipeline": _pipeline,
+}

@@ -1,0 +1,119 @@
+"""Mutants of the attention ops (see :mod:`posenc_ref.runner.mutants`).
+
+Each takes the reference's validated pass (:func:`posenc_ref.attention.prepare_pass`) and
+makes one known mistake in the arithmetic after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref.attention import prepare_pass
+from posenc_ref.attention_core import Pass
+from posenc_ref.records.attention import attention_case, attention_terms_case
+from posenc_ref.runner.mutants._common import Mutant, swap, with_params
+
+_ARRAYS: Final = ("q", "k", "v", "mask", "key_padding_mask", "bias")
+
+
+def _pass(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], **changes: Any) -> Pass:
+    attention_case(*(inputs[n] for n in _ARRAYS), **params)  # the reference's errors stay
+    q, k, v, mask, padding, bias = (inputs[n] for n in _ARRAYS)
+    kwargs = {"mask": mask, "key_padding_mask": padding, "bias": bias, **params, **changes}
+    return prepare_pass(q, k, v, **kwargs)
+
+
+def _logits(p: Pass) -> NDArray[np.float64]:
+    k = np.repeat(p.k, p.groups, axis=1)
+    s: NDArray[np.float64] = (p.q @ k.transpose(0, 1, 3, 2)) * p.scale
+    for extra in (p.bias, p.additive):
+        if extra is not None:
+            s = s + extra
+    return np.where(p.keep, s, -np.inf) if p.keep is not None else s
+
+
+def _softmax(s: NDArray[np.float64], axis: int) -> NDArray[np.float64]:
+    m = s.max(axis=axis, keepdims=True)
+    e = np.exp(s - np.where(np.isinf(m), 0.0, m))
+    total = e.sum(axis=axis, keepdims=True)
+    weights: NDArray[np.float64] = e / np.where(total == 0, 1.0, total)
+    return weights
+
+
+def _finish(p: Pass, weights: NDArray[np.float64], v: NDArray[np.float64] | None = None) -> dict[str, Any]:
+    """Output from the weights, with the reference's fully-masked-row policy (not the mistake under test)."""
+    values = np.repeat(p.v, p.groups, axis=1) if v is None else v
+    empty: NDArray[np.bool_] = np.asarray(~np.isfinite(_logits(p)).any(axis=-1))  # (B, H, Tq)
+    if p.fully_masked == "nan":
+        weights = np.where(empty[..., None], np.nan, weights)
+    elif p.fully_masked == "uniform":
+        weights = np.where(empty[..., None], 1.0 / weights.shape[-1], weights)
+    return {"output": weights @ values, "weights": weights}
+
+
+def _softmax_over_queries(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    p = _pass(params, inputs)
+    return _finish(p, _softmax(_logits(p), axis=-2))
+
+
+def _bias_after_softmax(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    p = _pass(params, inputs)
+    plain = _pass(params, {**inputs, "bias": np.zeros((1, 1, 1, 1))})
+    weights = _softmax(_logits(plain), axis=-1)
+    if p.bias is not None:
+        weights = weights + np.where(np.isfinite(_logits(plain)), p.bias, 0.0)
+    return _finish(p, weights)
+
+
+def _gqa_modulo(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    p = _pass(params, inputs)
+    heads = p.q.shape[1]
+    kv_heads = p.k.shape[1]
+    order = np.arange(heads) % kv_heads  # query head h reads kv head h % Hkv instead of h // (H / Hkv)
+    k, v = p.k[:, order], p.v[:, order]
+    plain = Pass(p.q, k, v, p.scale, p.keep, p.additive, p.bias, None, None, None, p.fully_masked)
+    return _finish(plain, _softmax(_logits(plain), axis=-1))
+
+
+def _unscaled(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    changed = dict(params)
+    if changed.get("scale") is None:
+        changed["scale"] = 1.0  # the 1/sqrt(D) forgotten
+    return attention_case(*(inputs[n] for n in _ARRAYS), **changed)
+
+
+def _term_after_scale(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    attention_terms_case(*(inputs[n] for n in ("q", "k", "v", "term", "value_term")), **params)
+    p = prepare_pass(inputs["q"], inputs["k"], inputs["v"], bias=inputs["term"], **params)  # t outside the scale
+    weights = _softmax(_logits(p), axis=-1)
+    out = _finish(p, weights)
+    out["output"] = out["output"] + np.einsum("bhqk,bhqkd->bhqd", weights,
+                                              np.broadcast_to(inputs["value_term"], weights.shape + (p.q.shape[-1],)))
+    return out
+
+
+MUTANTS: Final[tuple[Mutant, ...]] = (
+    Mutant("causal-alignment-swapped", "top-left and bottom-right causal alignment exchanged (Tq != Tk)",
+           "torch SDPA is_causal (top-left) vs flash-attn flash_attn_func causal (bottom-right, its docstring)",
+           ("attention",), with_params(swap("alignment", {"top_left": "bottom_right", "bottom_right": "top_left"})),
+           diagnosis="alignment="),
+    Mutant("softmax-over-queries", "softmax normalised over the query axis instead of the key axis",
+           "a transposed-scores slip (dim=-2 for dim=-1)", ("attention",), _softmax_over_queries),
+    Mutant("missing-inverse-sqrt-d", "logits not multiplied by 1/sqrt(D)",
+           "Vaswani 2017 section 3.2.1 (the scaled in scaled dot-product)", ("attention",), _unscaled),
+    Mutant("gqa-modulo", "query head h reads kv head h % Hkv instead of h // (H / Hkv)",
+           "grouped-query head mapping slips in GQA ports (repeat vs tile)", ("attention",), _gqa_modulo),
+    Mutant("bias-after-softmax", "the positional bias added to the weights instead of the logits",
+           "the lesson card's 'softmax-then-add' mistake", ("attention",), _bias_after_softmax),
+    Mutant("relative-term-outside-scale", "the relative logits term added after the 1/sqrt(D) scale, not inside it",
+           "Shaw 2018 eq. 4 / Transformer-XL divide the whole score; ports that scale only q . k",
+           ("attention.terms",), _term_after_scale),
+    Mutant("pe-after-block", "the absolute encoding added after the attention block instead of at the input",
+           "the lesson card's 'adding position AFTER the first block'", ("attention.pipeline",),
+           with_params(swap("pe_placement", {"input": "after_block", "after_block": "input"})),
+           diagnosis="pe_placement="),
+)
