@@ -19,11 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from posenc_ref.derivations import sinusoidal
+from posenc_ref.derivations import attention, sinusoidal
 from posenc_ref.derivations._claim import Claim, Derivation
 
 CLAIMS: Final[tuple[Claim, ...]] = (
     *sinusoidal.CLAIMS,
+    *attention.CLAIMS,
 )
 
 REQUIRED: Final[tuple[str, ...]] = (
@@ -94,7 +95,9 @@ def verdict(name: str, *, numeric: bool = True) -> Verdict:
                 claim.fixed_values()
         except AssertionError as exc:
             return Verdict(name, "failed", f"numeric check failed: {exc}")
-    return Verdict(name, "proved", "symbolic" + (", numeric tie-back, fixed values" if numeric else ""))
+    checks = ["symbolic"] + (["numeric tie-back"] if numeric else [])
+    checks += ["fixed values"] if numeric and claim.fixed_values else []
+    return Verdict(name, "proved", ", ".join(checks))
 
 
 __all__ = ["CLAIMS", "REQUIRED", "Claim", "Derivation", "Verdict", "get_claim", "missing_ops", "verdict"]
