@@ -181,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except corpus.CorpusError as exc:
         print(f"posenc-ref: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # output piped into head, less, ...: stop quietly
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
