@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.errors import ErrorCategory
 
-ToleranceClass = Literal["exact", "ulp", "phase"]
+ToleranceClass = Literal["exact", "ulp", "phase", "reduction"]
 CaseKind = Literal["normal", "edge", "long_position", "error"]
 Level = Literal["must", "should"]
 CASE_KINDS: Final = ("normal", "edge", "long_position", "error")
@@ -57,7 +57,9 @@ class Output:
     """One output array of an op and how it is compared.
 
     ``phase`` (for the ``"phase"`` tolerance class) computes, from the case's parameters and
-    inputs, the phase ``theta`` behind each element (broadcastable to the output).
+    inputs, the phase ``theta`` behind each element (broadcastable to the output); for the
+    ``"reduction"`` class it computes the element's error scale ``m`` instead (see
+    :mod:`posenc_ref.tolerance`).
     """
 
     name: str
