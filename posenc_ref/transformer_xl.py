@@ -36,7 +36,8 @@ distances :math:`\rho_c` and then move row :math:`i` left by a pad-and-reshape:
   :math:`j \le m + i` for ``"uni"``.
 
 :func:`xl_score` indexes directly (no shift), which is what both shifts must equal on their
-valid regions; :func:`rel_shift` reproduces either shift exactly, invalid region included.
+valid regions, as does :func:`direct_index` on a ``BD`` matrix; :func:`rel_shift` reproduces
+either shift exactly, invalid region included.
 
 Conventions
 -----------
@@ -157,6 +158,57 @@ def rel_shift_xlnet(x: NDArray[np.float64], k_len: int) -> NDArray[np.float64]:
     """
     tq, rows = x.shape
     return x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len]
+
+
+def direct_index(x: Any, row_distances: Any, q_positions: Any, k_positions: Any, /) -> NDArray[np.float64]:
+    """Direct indexing: ``out[i, j] = x[i, c]`` for the row ``c`` whose distance is ``p_i - p_j``.
+
+    What both shifts compute on their valid regions, without any reshape.
+
+    Parameters
+    ----------
+    x
+        Shape (Tq, R): a value per query and row distance (``BD`` of the module notes).
+    row_distances
+        The distance of each of the ``R`` rows (:func:`shift_row_distances`), all different.
+    q_positions, k_positions
+        1-D integer positions of the queries (Tq,) and the keys (Tk,).
+
+    Returns
+    -------
+    ndarray, shape (Tq, Tk), float64
+
+    Raises
+    ------
+    SpecError
+        ``invalid_shape`` for mismatched shapes; ``out_of_range`` when a pair's distance has no
+        row; ``invalid_argument`` for repeated row distances.
+
+    Examples
+    --------
+    >>> x = np.array([[30.0, 20.0, 10.0, 0.0]])  # rows for distances 3, 2, 1, 0
+    >>> direct_index(x, [3, 2, 1, 0], [3], [0, 1, 2, 3]).tolist()
+    [[30.0, 20.0, 10.0, 0.0]]
+    """
+    func = "direct_index"
+    bd = check_float_array(func, "x", x, ndim=2)
+    rows = check_positions(func, "row_distances", row_distances, nonnegative=False, min_ndim=1)
+    q_pos, k_pos = check_self_attention_positions(func, q_positions, k_positions)
+    if rows.shape != (bd.shape[1],) or q_pos.size != bd.shape[0]:
+        raise SpecError(f"{func}: x must have shape (len(q_positions), len(row_distances)) = "
+                        f"({q_pos.size}, {rows.size}), got {bd.shape}", category="invalid_shape")
+    order = np.argsort(rows, kind="stable")
+    if np.any(np.diff(rows[order]) == 0):
+        raise SpecError(f"{func}: row_distances must all differ")
+    distance = q_pos[:, None] - k_pos[None, :]  # (Tq, Tk)
+    slot = np.clip(np.searchsorted(rows[order], distance), 0, rows.size - 1)
+    column = order[slot]
+    missing = rows[column] != distance
+    if missing.any():
+        where = tuple(int(w) for w in np.argwhere(missing)[0])
+        raise SpecError(f"{func}: distance {int(distance[where])} at {where} has no row among row_distances",
+                        category="out_of_range")
+    return np.take_along_axis(bd, column, axis=1)
 
 
 def rel_shift(x: Any, /, *, variant: Variant, k_len: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

@@ -122,6 +122,18 @@ def test_plain_path_matches_opencv(h, w, nh, nw):
         np.testing.assert_allclose(ours[:, 0].reshape(nh, nw), cv, rtol=0, atol=2e-6)
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.integers(-1, 6), st.integers(-1, 4), st.integers(-1, 3), st.integers(-2, 5), st.integers(-2, 5),
+       st.sampled_from(["off", "on"]), st.sampled_from(["half_pixel", "align_corners"]),
+       st.sampled_from(["size", "scale_factor"]), st.sampled_from([0.0, 0.1, -0.1]))
+def test_arbitrary_input_raises_only_spec_errors(rows, height, width, new_h, new_w, aa, coords, size_from, offset):
+    try:
+        resample_grid_2d(np.ones((max(rows, 0), 2)), grid_height=height, grid_width=width, new_height=new_h,
+                         new_width=new_w, antialias=aa, coordinates=coords, size_from=size_from, scale_offset=offset)
+    except SpecError:
+        pass
+
+
 @pytest.mark.parametrize(
     "call,category,fragment",
     [

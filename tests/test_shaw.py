@@ -125,6 +125,24 @@ def test_bad_input(call, category, fragment):
     assert fragment in str(info.value)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-2, 9), max_size=4), st.lists(st.integers(-2, 9), max_size=5), st.integers(-1, 3),
+       st.integers(1, 3), st.integers(-1, 2))
+def test_arbitrary_input_raises_only_spec_errors(qp, kp, k, dim, table_extra):
+    rng = np.random.default_rng(0)
+    rows = max(2 * k + 1 + table_extra, 1)
+    for call in (
+        lambda: shaw_logits(rng.normal(size=(len(qp), dim)), rng.normal(size=(len(kp), dim)),
+                            rng.normal(size=(rows, dim)), qp, kp, max_relative_position=k),
+        lambda: shaw_output(rng.normal(size=(len(qp), len(kp))), rng.normal(size=(len(kp), dim)),
+                            rng.normal(size=(rows, dim)), qp, kp, max_relative_position=k),
+    ):
+        try:
+            call()
+        except SpecError:
+            pass
+
+
 def test_wrong_kinds_are_type_errors():
     with pytest.raises(TypeError):
         shaw_relative_index("012", [0], max_relative_position=1)

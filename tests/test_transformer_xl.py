@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from posenc_ref import SpecError
 from posenc_ref.sinusoidal import sinusoidal_table
 from posenc_ref.transformer_xl import (
+    direct_index,
     rel_shift,
     rel_shift_transformer_xl,
     rel_shift_xlnet,
@@ -69,8 +70,11 @@ def test_xl_shift_equals_direct_indexing_exactly_on_its_valid_region_and_is_wron
     np.testing.assert_array_equal(valid, region.astype(np.int64))
     # the notes' closed form: shifted[i, j] = BD[i, j + Tq - 1 - i] where valid, bit for bit
     np.testing.assert_array_equal(shifted[region], bd[i[region], (j + tq - 1 - i)[region]])
-    # the true bidirectional value needs the negative distances the XL rows do not have
-    direct = np.take_along_axis(_bd(p, np.arange(memory + tq - 1, -tk, -1)), j + tq - 1 - i, axis=1)
+    # direct indexing by distance m + i - j on rows extended to the negative distances the XL rows
+    # lack: equal on the valid region, and the true (bidirectional) value outside it
+    qp, kp = np.arange(memory, tk), np.arange(tk)
+    extended = np.arange(tk - 1, -tk, -1)
+    direct = direct_index(_bd(p, extended), extended, qp, kp)
     np.testing.assert_array_equal(shifted[region], direct[region])
     assert not np.isclose(shifted[~region], direct[~region]).any()
     # what is there instead: a zero right above the diagonal, then the next row's entries
@@ -91,6 +95,8 @@ def test_xlnet_shift_equals_direct_indexing_on_its_valid_region(tq, tk, attn_typ
     # the notes' closed form: shifted[i, j] = BD[i, j + Tq - i], row distance Tk - (j + Tq - i) = m + i - j
     np.testing.assert_array_equal(shifted[region], bd[i[region], (j + tq - i)[region]])
     assert (rows[(j + tq - i)[region]] == (memory + i - j)[region]).all()
+    if attn_type == "bi":
+        np.testing.assert_array_equal(shifted, direct_index(bd, rows, np.arange(memory, tk), np.arange(tk)))
 
 
 @pytest.mark.parametrize("variant", ["transformer_xl", "xlnet"])
@@ -154,6 +160,26 @@ def test_bad_input(change, category, fragment):
     with pytest.raises(SpecError) as info:
         xl_score(p["q"], p["k"], p["u"], p["v"], p["w_r"], p["qp"], p["kp"], clamp_len=p["clamp_len"])
     assert info.value.category == category and fragment in str(info.value)
+
+
+def test_direct_index_refuses_missing_rows():
+    with pytest.raises(SpecError, match="distance -1 at \\(0, 2\\) has no row") as info:
+        direct_index(np.zeros((2, 3)), [2, 1, 0], [1, 2], [0, 1, 2])
+    assert info.value.category == "out_of_range"
+    with pytest.raises(SpecError, match="must all differ"):
+        direct_index(np.zeros((1, 2)), [1, 1], [1], [0, 1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-3, 12), min_size=0, max_size=4), st.lists(st.integers(-3, 12), min_size=0, max_size=6),
+       st.integers(1, 5), st.integers(1, 5), st.integers(-3, 4))
+def test_arbitrary_input_raises_only_spec_errors(qp, kp, dim, dim_r, clamp_len):
+    rng = np.random.default_rng(0)
+    try:
+        xl_score(rng.normal(size=(len(qp), dim)), rng.normal(size=(len(kp), dim)), np.zeros(dim), np.zeros(dim),
+                 rng.normal(size=(dim_r, dim)), qp, kp, clamp_len=clamp_len)
+    except SpecError:
+        pass
 
 
 def test_rel_shift_bad_input():
