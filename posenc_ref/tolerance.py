@@ -30,8 +30,9 @@ with the floor set by the output's tolerance class:
     :math:`\gamma_n \approx n\,\epsilon/2` (Higham, *Accuracy and Stability of Numerical
     Algorithms*, 2nd ed., section 3.1), so a record sets :math:`m` to at least
     :math:`(L + 2) \sum_t |x_t y_t|` (adding the error of factors that are themselves
-    computed, such as interpolation weights or sinusoids). With :math:`c = 1` the floor is twice that worst-case bound; cancellation
-    (a score near zero) no longer fails correct code, while a wrong index, sign or kernel moves
+    computed, such as interpolation weights or sinusoids). With :math:`c = 1` the floor is
+    twice that worst-case bound; cancellation (a score near zero) no longer fails correct
+    code, while a wrong index, sign or kernel moves
     the result by the size of a term. ``P`` is ``D`` for float64 and float32 and float32 for
     float16 and bfloat16 (sums accumulated in float32, as framework matmuls do).
 
