@@ -165,3 +165,34 @@ def test_bad_input(call, category, fragment):
         call()
     assert info.value.category == category
     assert fragment in str(info.value)
+
+
+TORCH_MODES = [
+    ({}, {"mode": "bicubic", "align_corners": False}),
+    ({"antialias": "on", "cubic_a": -0.5}, {"mode": "bicubic", "align_corners": False, "antialias": True}),
+    ({"kernel": "bilinear"}, {"mode": "bilinear", "align_corners": False}),
+    ({"kernel": "bilinear", "antialias": "on"}, {"mode": "bilinear", "align_corners": False, "antialias": True}),
+    ({"coordinates": "align_corners"}, {"mode": "bicubic", "align_corners": True}),
+]
+
+
+@pytest.mark.parametrize("ours,theirs", TORCH_MODES)
+@pytest.mark.parametrize("h,w,nh,nw", SHAPES)
+def test_matches_torch_interpolate_when_installed(ours, theirs, h, w, nh, nw):
+    torch = pytest.importorskip("torch")
+    grid = np.random.default_rng(h * nw).normal(size=(h, w))
+    expected = torch.nn.functional.interpolate(torch.from_numpy(grid)[None, None], size=(nh, nw), **theirs)
+    got = resample_grid_2d(grid.reshape(-1, 1), grid_height=h, grid_width=w, new_height=nh, new_width=nw,
+                           num_prefix_tokens=0, **ours)
+    np.testing.assert_allclose(got[:, 0].reshape(nh, nw), expected[0, 0].numpy(), rtol=0, atol=1e-10)
+
+
+def test_matches_torch_scale_factor_when_installed():
+    torch = pytest.importorskip("torch")
+    grid = np.random.default_rng(3).normal(size=(14, 14))
+    factor = (16 + 0.1) / 14  # DINO v1
+    expected = torch.nn.functional.interpolate(torch.from_numpy(grid)[None, None], scale_factor=(factor, factor),
+                                               mode="bicubic", align_corners=False)
+    got = resample_grid_2d(grid.reshape(-1, 1), grid_height=14, grid_width=14, new_height=16, new_width=16,
+                           num_prefix_tokens=0, size_from="scale_factor", scale_offset=0.1)
+    np.testing.assert_allclose(got[:, 0].reshape(16, 16), expected[0, 0].numpy(), rtol=0, atol=1e-10)
