@@ -295,8 +295,6 @@ MODE_PARAMS = (
     Param("scale_offset", "float", 0.0, doc="added to the new size before dividing (DINO's 0.1)"),
 )
 
-_ONE_AXIS = ("in_size", "new_size")
-
 
 def _mode(params: Mapping[str, Any]) -> dict[str, Any]:
     return {p.name: params[p.name] for p in MODE_PARAMS}
