@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.errors import ErrorCategory
 
-ToleranceClass = Literal["exact", "ulp", "phase", "normwise"]
+ToleranceClass = Literal["exact", "ulp", "phase", "normwise", "reduction"]
 CaseKind = Literal["normal", "edge", "long_position", "error"]
 Level = Literal["must", "should"]
 CASE_KINDS: Final = ("normal", "edge", "long_position", "error")
@@ -60,7 +60,9 @@ class Output:
     """One output array of an op and how it is compared.
 
     ``phase`` (for the ``"phase"`` tolerance class) computes, from the case's parameters and
-    inputs, the phase ``theta`` behind each element (broadcastable to the output).
+    inputs, the phase ``theta`` behind each element (broadcastable to the output); for the
+    ``"reduction"`` class it computes the element's error scale ``m`` instead (see
+    :mod:`posenc_ref.tolerance`).
     """
 
     name: str
@@ -110,6 +112,13 @@ class OpRecord:
     citation: str
     cases: tuple[Case, ...]
     position_inputs: tuple[str, ...] = ()
+    sinusoids: bool = False
+    """The op computes sines/cosines of phases inside (phase outputs imply it): the runner's
+    diagnosis then tries the float32- and float16-angle computations."""
+
+    @property
+    def computes_angles(self) -> bool:
+        return self.sinusoids or any(out.tolerance == "phase" for out in self.outputs)
 
     def param(self, name: str) -> Param:
         for p in self.params:

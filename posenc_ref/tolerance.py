@@ -42,6 +42,20 @@ with the floor set by the output's tolerance class:
     row small. The elementwise bound (four times looser) keeps one element from hiding in a
     large row. Masked weights and fully masked rows are exact zeros in every correct
     implementation and sit at ``|e| = 0``; ``nan`` rows must be ``nan``.
+``reduction``
+    Sums of products (attention scores, relative-position terms, interpolation): the floor is
+    :math:`c\,\epsilon_P\,m` with the element's own *error scale* :math:`m`, which the op's
+    record computes from the case's inputs (carried where the phase is carried). For a sum
+    :math:`\sum_t x_t y_t` of :math:`L` products whose factors come in rounded, any summation
+    order errs by at most :math:`\gamma_{L+2} \sum_t |x_t y_t|` with
+    :math:`\gamma_n \approx n\,\epsilon/2` (Higham, *Accuracy and Stability of Numerical
+    Algorithms*, 2nd ed., section 3.1), so a record sets :math:`m` to at least
+    :math:`(L + 2) \sum_t |x_t y_t|` (adding the error of factors that are themselves
+    computed, such as interpolation weights or sinusoids). With :math:`c = 1` the floor is
+    twice that worst-case bound; cancellation (a score near zero) no longer fails correct
+    code, while a wrong index, sign or kernel moves
+    the result by the size of a term. ``P`` is ``D`` for float64 and float32 and float32 for
+    float16 and bfloat16 (sums accumulated in float32, as framework matmuls do).
 
 Constants (:data:`POLICIES`) were calibrated on the built-in emulations of typical float32 and
 float16 frameworks, which pass every case with at least 2x headroom (a test), while the
@@ -98,7 +112,8 @@ class Policy:
     """A resolved tolerance: ``n_ulp * ulp_D(|e|) + c_phase * eps_P * (1 + |theta|)``.
 
     ``c_phase`` is the class constant: the phase floor's ``c`` for ``phase``, the normwise ``c``
-    for ``normwise`` (so that relaxing a policy scales both the same way).
+    for ``normwise``, and for ``reduction`` the ``c`` of the floor ``c_phase * eps_P * m`` on the
+    element's error scale ``m`` (so that relaxing a policy scales every class the same way).
     """
 
     tolerance_class: str
@@ -114,6 +129,10 @@ class Policy:
             if phase is None:
                 raise ValueError("a phase tolerance needs the phase of every element")
             bound = bound + self.c_phase * eps(self.phase_dtype) * (1.0 + np.abs(phase))
+        elif self.tolerance_class == "reduction":
+            if phase is None:
+                raise ValueError("a reduction tolerance needs the error scale of every element")
+            bound = bound + self.c_phase * eps(self.phase_dtype) * np.abs(phase)
         return np.asarray(bound, dtype=np.float64)
 
     def describe(self) -> str:
@@ -122,6 +141,8 @@ class Policy:
         text = f"{self.n_ulp:g} ulp({self.dtype})"
         if self.tolerance_class == "phase":
             text += f" + {self.c_phase:g} * eps({self.phase_dtype}) * (1 + |theta|)"
+        if self.tolerance_class == "reduction":
+            text += f" + {self.c_phase:g} * eps({self.phase_dtype}) * m"
         if self.tolerance_class == "normwise":
             return (f"rows: ||a-e|| <= {self.c_phase:g} * sqrt(K) * eps({self.dtype}) * (||e|| + rms(e)); "
                     f"elements: {text} + {NORMWISE_ELEMENT_FACTOR * self.c_phase:g} * sqrt(K) * eps({self.dtype})"
@@ -155,6 +176,10 @@ POLICIES: Final[dict[tuple[str, Dtype], Policy]] = {
     ("phase", "float16"): Policy("phase", "float16", 2.0, 16.0, "float32"),
     ("phase", "bfloat16"): Policy("phase", "bfloat16", 2.0, 16.0, "float32"),
     **{("normwise", d): Policy("normwise", d, 2.0, NORMWISE_C) for d in DTYPES},
+    ("reduction", "float64"): Policy("reduction", "float64", 2.0, 1.0, "float64"),
+    ("reduction", "float32"): Policy("reduction", "float32", 2.0, 1.0, "float32"),
+    ("reduction", "float16"): Policy("reduction", "float16", 2.0, 1.0, "float32"),
+    ("reduction", "bfloat16"): Policy("reduction", "bfloat16", 2.0, 1.0, "float32"),
 }
 """Policy by (tolerance class, adapter dtype). Documented with its derivation in docs/tolerance.md."""
 

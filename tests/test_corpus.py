@@ -54,8 +54,8 @@ def test_manifest_lists_every_case_with_full_entries(corpus_dir):
             assert case["expected_error"] and not case["outputs"]
         else:
             for out in case["outputs"].values():
-                assert out["tolerance"] in ("exact", "ulp", "phase", "normwise")
-                assert ("phase" in out) == (out["tolerance"] == "phase")
+                assert out["tolerance"] in ("exact", "ulp", "phase", "normwise", "reduction")
+                assert ("phase" in out) == (out["tolerance"] in ("phase", "reduction"))
 
 
 def test_required_coverage(corpus_dir):

@@ -36,7 +36,7 @@ def test_bfloat16_rounding_is_nearest_even():
 
 
 def test_every_class_and_dtype_has_a_policy():
-    for cls in ("exact", "ulp", "phase", "normwise"):
+    for cls in ("exact", "ulp", "phase", "normwise", "reduction"):
         for dt in DTYPES:
             assert policy(cls, dt).dtype == dt
     with pytest.raises(ValueError):
@@ -50,6 +50,18 @@ def test_phase_floor_grows_with_the_phase():
     small = pol.allowed(np.array([0.5]), np.array([1.0]))[0]
     large = pol.allowed(np.array([0.5]), np.array([1e6]))[0]
     assert large / small > 1e4
+
+
+def test_reduction_floor_scales_with_the_error_scale_not_the_result():
+    pol = policy("reduction", "float32")
+    # a score that cancels to ~0 from terms of size 100 over 64 products: m = (64 + 2) * 6400
+    m = np.array([66.0 * 6400.0])
+    allowed = pol.allowed(np.array([1e-6]), m)[0]
+    assert allowed == pytest.approx(2 * float(ulp(1e-6, "float32")) + eps("float32") * 66.0 * 6400.0)
+    assert compare([3e-3], [0.0], pol, m).passed and not compare([1.0], [0.0], pol, m).passed
+    assert POLICIES[("reduction", "bfloat16")].phase_dtype == "float32"
+    with pytest.raises(ValueError, match="error scale"):
+        pol.allowed(np.array([1.0]))
 
 
 def test_compare_reports_worst_element_and_nonfinite_rules():

@@ -39,7 +39,7 @@ def _alternatives(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, 
             label = "positions" if group == ("positions",) else " and ".join(group)
             sign = "+" if delta > 0 else "-"
             yield f"matches the reference with {label} {sign} 1 (off by one)", dict(params), shifted, None
-    if op.name in EMULATIONS and any(out.tolerance == "phase" for out in op.outputs):
+    if op.name in EMULATIONS and op.computes_angles:
         angle_dtypes: tuple[Dtype, ...] = ("float32", "float16") if dtype == "float64" else ("float16",)
         for angles in angle_dtypes:
             note = " (the adapter declares float64)" if angles == "float32" else ""
