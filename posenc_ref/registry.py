@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import grid2d, learned, sinusoidal
+from posenc_ref.records import grid2d, learned, rope, sinusoidal
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,
     *grid2d.RECORDS,
     *learned.RECORDS,
+    *rope.RECORDS,
 )
 
 RETIRED: Final[tuple[tuple[str, str], ...]] = ()

@@ -36,7 +36,7 @@ def test_bfloat16_rounding_is_nearest_even():
 
 
 def test_every_class_and_dtype_has_a_policy():
-    for cls in ("exact", "ulp", "phase"):
+    for cls in ("exact", "ulp", "phase", "power"):
         for dt in DTYPES:
             assert policy(cls, dt).dtype == dt
     with pytest.raises(ValueError):
@@ -50,6 +50,15 @@ def test_phase_floor_grows_with_the_phase():
     small = pol.allowed(np.array([0.5]), np.array([1.0]))[0]
     large = pol.allowed(np.array([0.5]), np.array([1e6]))[0]
     assert large / small > 1e4
+
+
+def test_power_floor_is_relative_and_grows_with_the_log():
+    pol = policy("power", "float32")
+    small = pol.allowed(np.array([1e-6]))[0] / 1e-6
+    near_one = pol.allowed(np.array([0.75]))[0] / 0.75
+    assert small > 2 * near_one  # |ln 1e-6| = 13.8: a longer exponent, more rounding
+    assert pol.allowed(np.array([0.0]))[0] < 1e-40  # a zero frequency must stay (nearly) exact
+    assert small < 1e-4  # still far below a bfloat16 rounding (2**-9 relative)
 
 
 def test_compare_reports_worst_element_and_nonfinite_rules():
