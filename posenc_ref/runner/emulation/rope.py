@@ -136,10 +136,10 @@ def _apply(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: ty
 
 
 def scores_lowp(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type,
-                q_sign: float = -1.0) -> NDArray[Any]:
+                q_sign: float = -1.0, freq_round: Round = _keep, position_round: Round = _keep) -> NDArray[Any]:
     """Scores in ``ct``; ``q_sign`` is the sign of the key power relative to the query's (xPos)."""
-    qr, space = rotate_lowp(np.asarray(inputs["q"]), inputs["q_positions"], params, ct, at)
-    kr, _ = rotate_lowp(np.asarray(inputs["k"]), inputs["k_positions"], params, ct, at)
+    qr, space = rotate_lowp(np.asarray(inputs["q"]), inputs["q_positions"], params, ct, at, freq_round, position_round)
+    kr, _ = rotate_lowp(np.asarray(inputs["k"]), inputs["k_positions"], params, ct, at, freq_round, position_round)
     if params["x_layout"] == "BTHD":
         qr, kr = qr.transpose(0, 2, 1, 3), kr.transpose(0, 2, 1, 3)
     scale_base = params.get("xpos_scale_base")
