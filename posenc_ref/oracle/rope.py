@@ -222,10 +222,61 @@ def scores(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dic
     return {"scores": out}
 
 
+def xpos(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    layout = params["layout"]
+    outputs = {}
+    for name, sign in (("q", 1), ("k", -1)):
+        x = np.asarray(inputs[name], dtype=np.float64)
+        rows = _rows(x, inputs["positions"], params["x_layout"])
+        length = x.shape[2] if params["x_layout"] == "BHTD" else x.shape[1]
+        # lucidrains: c = floor(T/2); torchscale: powers start at floor(-T/2), so c = ceil(T/2)
+        centre = length // 2 if params["centring"] == "lucidrains" else -((-length) // 2)
+        out = np.empty_like(x)
+        for (b, h, t), (row, p) in rows.items():
+            width = len(row)
+            rotated = _rotate_row(row, p, {"base": params["base"], "rotary_dim": None, "partial": "prefix",
+                                           "layout": layout, "attention_factor": 1.0})
+            power = sign * mpmath.mpf(p - centre) / mpmath.mpf(params["scale_base"])
+            for j in range(width):
+                i = j // 2 if layout == "interleaved" else j % (width // 2)
+                zeta = (2 * mpmath.mpf(i) + mpmath.mpf("0.4") * width) / (mpmath.mpf("1.4") * width)
+                rotated[j] *= zeta**power
+            values = [to_float64(v) for v in rotated]
+            if params["x_layout"] == "BHTD":
+                out[b, h, t] = values
+            else:
+                out[b, t, h] = values
+        outputs[f"{name}_rot"] = out
+    return outputs
+
+
+def mrope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    d = int(params["dim"])
+    s_t, s_h, s_w = (int(v) for v in np.asarray(inputs["mrope_section"]).tolist())
+    streams = np.asarray(inputs["positions"])
+    pairs = d // 2
+    width = pairs if params["width"] == "half" else d
+    cos = np.empty(streams.shape[1:] + (width,))
+    sin = np.empty(streams.shape[1:] + (width,))
+    for index in np.ndindex(streams.shape[1:]):
+        for j in range(width):
+            i = j % pairs
+            if params["mrope_layout"] == "chunked":
+                stream = 0 if i < s_t else (1 if i < s_t + s_h else 2)
+            else:  # Qwen3-VL: T H W T H W ... while each stream has sections left, then T
+                stream = 1 if (i % 3 == 1 and i < 3 * s_h) else (2 if (i % 3 == 2 and i < 3 * s_w) else 0)
+            angle = mpmath.mpf(int(streams[(stream,) + index])) * _plain(params["base"], i, d)
+            cos[index + (j,)] = to_float64(mpmath.cos(angle))
+            sin[index + (j,)] = to_float64(mpmath.sin(angle))
+    return {"cos": cos, "sin": sin}
+
+
 ORACLES: Final[dict[str, Oracle]] = {
     "rope.inv_freq": inv_freq,
     "rope.longrope_inv_freq": longrope,
     "rope.cos_sin": cos_sin,
     "rope.apply": apply,
     "rope.scores": scores,
+    "rope.xpos": xpos,
+    "rope.mrope_cos_sin": mrope,
 }

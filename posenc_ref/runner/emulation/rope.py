@@ -19,7 +19,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref import rope, rope_scaling
+from posenc_ref import rope, rope_scaling, rope_variants
 from posenc_ref.runner.emulation._common import Emulation
 
 Round = Callable[[NDArray[Any]], NDArray[Any]]
@@ -175,10 +175,45 @@ def _scores(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: t
     return {"scores": scores_lowp(params, inputs, ct, at)}
 
 
+def _xpos(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    rope_variants.rope_xpos(inputs["q"], inputs["k"], inputs["positions"], **params)  # validation and errors
+    common = {"base": params["base"], "rotary_dim": None, "partial": "prefix", "layout": params["layout"],
+              "x_layout": params["x_layout"], "attention_factor": 1.0}
+    q, space = rotate_lowp(np.asarray(inputs["q"]), inputs["positions"], common, ct, at)
+    k, _ = rotate_lowp(np.asarray(inputs["k"]), inputs["positions"], common, ct, at)
+    t_axis = 2 if params["x_layout"] == "BHTD" else 1
+    zeta = ((np.arange(space // 2, dtype=ct) * ct(2) + ct(0.4 * space)) / ct(1.4 * space)).astype(ct)
+    centre = rope_variants.xpos_centre(q.shape[t_axis], params["centring"])
+    pos = np.asarray(inputs["positions"]).reshape(-1, q.shape[t_axis])
+    power = ((pos - centre).astype(ct) / ct(params["scale_base"])).astype(ct)
+    power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
+    up = zeta**power
+    scale = np.repeat(up, 2, axis=-1) if params["layout"] == "interleaved" else np.concatenate([up, up], axis=-1)
+    return {"q_rot": q * scale, "k_rot": k / scale}
+
+
+def _mrope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    rope_variants.mrope_cos_sin(inputs["positions"], inputs["mrope_section"], **params)  # validation and errors
+    d = int(params["dim"])
+    section = tuple(int(v) for v in np.asarray(inputs["mrope_section"]).tolist())
+    stream = rope_variants.mrope_stream(d // 2, (section[0], section[1], section[2]), params["mrope_layout"])
+    w: NDArray[Any] = transformers_frequencies(float(params["base"]), d, ct).astype(at)
+    chosen: NDArray[Any] = np.moveaxis(np.asarray(inputs["positions"]).astype(at)[stream], 0, -1)
+    angle = chosen * w
+    cos, sin = np.cos(angle).astype(ct), np.sin(angle).astype(ct)
+    if params["width"] == "full":
+        return {"cos": np.concatenate([cos, cos], -1), "sin": np.concatenate([sin, sin], -1)}
+    return {"cos": cos, "sin": sin}
+
+
 EMULATIONS: Final[dict[str, Emulation]] = {
     "rope.inv_freq": _inv_freq,
     "rope.longrope_inv_freq": _longrope,
     "rope.cos_sin": _cos_sin,
     "rope.apply": _apply,
     "rope.scores": _scores,
+    "rope.xpos": _xpos,
+    "rope.mrope_cos_sin": _mrope,
 }

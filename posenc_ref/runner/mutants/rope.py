@@ -8,7 +8,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref import rope_scaling
+from posenc_ref import rope_scaling, rope_variants
 from posenc_ref.registry import get_op
 from posenc_ref.runner.emulation import emulate, round_bfloat16
 from posenc_ref.runner.emulation import rope as emu
@@ -108,7 +108,11 @@ def _partial_over_head_dim(op: str, params: Mapping[str, Any], inputs: Mapping[s
 
 
 def _xpos_same_sign(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
-    get_op(op).call(params, inputs)
+    result = get_op(op).call(params, inputs)
+    if op == "rope.xpos":
+        q = result["q_rot"]
+        plain_k = rope_variants.rope_xpos(inputs["k"], inputs["k"], inputs["positions"], **params)[0]
+        return q, plain_k  # keys scaled by zeta^(+power), like queries
     if params.get("xpos_scale_base") is None:
         return get_op(op).call(params, inputs)
     return emu.scores_lowp(params, inputs, np.float64, np.float64, q_sign=1.0)
@@ -137,7 +141,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            "huggingface/candle#3520; NVIDIA/Megatron-LM#535", ("rope.cos_sin", *_ROTATING), _bf16_positions,
            dtype="float32"),
     Mutant("rope-float32-angles-claimed-float64", "angles p * w in float32 by an implementation that claims float64",
-           "huggingface/transformers#29285; vllm-project/vllm#1004", ("rope.cos_sin", *_ROTATING), _float32_angles,
+           "huggingface/transformers#29285; vllm-project/vllm#1004",
+           ("rope.cos_sin", "rope.mrope_cos_sin", "rope.xpos", *_ROTATING), _float32_angles,
            diagnosis="float32 angles"),
     Mutant("rope-yarn-without-attention-factor", "YaRN frequencies without the 0.1 ln s + 1 attention factor",
            "vllm-project/vllm#57563; turboderp-org/exllamav3#259", ("rope.inv_freq",), _yarn_no_attention_factor),
@@ -150,7 +155,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("rope-partial-denominator-head-dim", "prefix partial rotation with exponent 2i/h instead of 2i/d",
            "pie-project/pie#603", _ROTATING, _partial_over_head_dim),
     Mutant("rope-xpos-same-sign-powers", "xPos keys scaled by zeta^(+n/B) like queries instead of zeta^(-n/B)",
-           "lucidrains/x-transformers#233", ("rope.scores",), _xpos_same_sign),
+           "lucidrains/x-transformers#233", ("rope.scores", "rope.xpos"), _xpos_same_sign),
     Mutant("rope-longrope-switch-at-threshold", "LongRoPE long factors from L >= L0 instead of L > L0",
            "ggml-org/llama.cpp#8995; microsoft/onnxruntime-genai#1161", ("rope.longrope_inv_freq",),
            _longrope_switch_at_threshold),
