@@ -46,6 +46,10 @@ Differences from common implementations
 * Scaled variants enter through :func:`rope_cos_sin` with the inverse frequencies of
   :func:`posenc_ref.rope_scaling.rope_inv_freq`; :func:`rope_apply` builds default frequencies
   from ``base``.
+
+Derivation claims relied on (derivations issue): ``rope.relativity`` (:math:`R_m^\top R_n =
+R_{n-m}`), ``rope.norm`` (rotation keeps norms), ``rope.layout_permutation`` (the layouts differ by
+a fixed channel permutation that preserves q.k).
 """
 
 from __future__ import annotations

@@ -59,9 +59,11 @@ Differences from common implementations
 * keras-hub (before PR #2981) clamped ``high`` to ``d/2 - 1``; transformers clamps to ``d - 1``.
 * vLLM's own ``ntk`` type (``(b a)^{-2i/d} / a^{2/d}``) is not transformers' and is not modelled.
 
-Derivation claims relied on (derivations issue): linear scaling equals positions divided by
-``s``; the NTK base change keeps :math:`w_0` and scales :math:`w_{d/2-1}` by exactly :math:`1/s`;
-the YaRN and Llama 3 schedules are continuous at their band edges.
+Derivation claims relied on (derivations issue): ``rope.linear_is_position_division`` (linear
+scaling equals positions divided by ``s``), ``rope.ntk_frequency_extremes`` (the NTK base change
+keeps :math:`w_0` and scales :math:`w_{d/2-1}` by exactly :math:`1/s`),
+``rope.yarn_ramp_continuous`` and ``rope.llama3_smoothing_continuous`` (both schedules are
+continuous at their band edges).
 """
 
 from __future__ import annotations

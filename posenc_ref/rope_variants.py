@@ -35,7 +35,8 @@ Differences from common implementations
 * Qwen-VL's position construction (vision grids, ``rope_delta``) is the caller's: positions here
   are explicit.
 
-Derivation claims relied on: xPos scores depend on ``m - n`` only (derivations issue).
+Derivation claims relied on (derivations issue): ``xpos.relative_scores`` (xPos scores depend on
+``m - n`` only), and those of :mod:`posenc_ref.rope`.
 """
 
 from __future__ import annotations

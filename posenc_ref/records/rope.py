@@ -150,7 +150,7 @@ def _llama3_edge(pair: int, which: str) -> dict[str, Any]:
 
 def _inv_freq_cases() -> tuple[Case, ...]:
     p = "rope.inv_freq"
-    cases = [Case(f"{p}.default.d{d}.base{b:g}", {"dim": d, "base": b}, {},
+    cases = [Case(f"{p}.default.d{d}.base{int(b)}", {"dim": d, "base": b}, {},
                   f"default frequencies b^(-2i/d) at head dim {d}, base {b:g}")
              for d in HEAD_DIMS for b in BASES]
     cases += [
@@ -340,7 +340,7 @@ _YARN16 = rs.rope_inv_freq(dim=128, rope_type="yarn", factor=16.0, original_max_
 
 def _cos_sin_cases() -> tuple[Case, ...]:
     p = "rope.cos_sin"
-    cases = [Case(f"{p}.d{d}.base{b:g}.long", {"width": "half"}, _table_inputs(LONG, dim=d, base=b),
+    cases = [Case(f"{p}.d{d}.base{int(b)}.long", {"width": "half"}, _table_inputs(LONG, dim=d, base=b),
                   f"half-width cache at positions to 10^6, head dim {d}, base {b:g}", kind="long_position",
                   flags=("LongPosition",))
              for d, b in zip(HEAD_DIMS, BASES)]
@@ -403,7 +403,7 @@ def _apply_cases() -> tuple[Case, ...]:
     cases = [Case(f"{p}.{layout}.long.d64", {"layout": layout}, _x((1, 2, 8, 64), LONG8),
                   f"layout={layout} at positions 0..10^6", kind="long_position", flags=("LongPosition",))
              for layout in rp.LAYOUTS]
-    cases += [Case(f"{p}.half.d{d}.base{b:g}", {"base": b}, _x((1, 2, 6, d), [0, 1, 2, 3, 8191, 131071]),
+    cases += [Case(f"{p}.half.d{d}.base{int(b)}", {"base": b}, _x((1, 2, 6, d), [0, 1, 2, 3, 8191, 131071]),
                    f"head dim {d}, base {b:g}") for d, b in zip(HEAD_DIMS, BASES)]
     for d, rd in ((96, 24), (96, 48), (80, 40)):
         for layout in ("half", "interleaved"):
