@@ -80,6 +80,7 @@ RopeType = Literal["default", "linear", "ntk_aware", "dynamic", "yarn", "llama3"
 ROPE_TYPES: Final = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope", "proportional")
 DYNAMIC_CONVENTIONS: Final = ("transformers", "vllm_static")
 YARN_CONVENTIONS: Final = ("transformers", "vllm_deepseek")
+LONGROPE_CONVENTIONS: Final = ("transformers", "vllm")
 _TRANSFORMERS_NAME: Final = {"original_max_position": "original_max_position_embeddings", "base": "rope_theta"}
 _NEEDS_FACTOR: Final = ("linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope")
 
@@ -309,11 +310,16 @@ def _yarn(func: str, w: NDArray[np.float64], s: float, dim: int, base: float, or
 def longrope_inv_freq(
     short_factor: Any, long_factor: Any, /, *, dim: int, base: float = 10000.0, factor: float,
     original_max_position: int, context_length: int, attention_factor: float | None = None,
+    longrope_convention: Literal["transformers", "vllm"] = "transformers",
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """LongRoPE (Phi-3) inverse frequencies and attention factor; see :func:`rope_inv_freq`.
 
     The factor lists are arrays, shape (P,); ``long_factor`` is used when
-    ``context_length > original_max_position`` (transformers), else ``short_factor``.
+    ``context_length > original_max_position`` (transformers; vLLM makes the same test once per
+    deployment with ``max_model_len`` as ``context_length``), else ``short_factor``.
+    ``longrope_convention="vllm"`` (vLLM 0.33 ``Phi3LongRoPEScaledRotaryEmbedding``, llama.cpp's
+    converter) ignores an explicit ``attention_factor``: the factor is always
+    ``sqrt(1 + ln s / ln L0)``.
 
     Returns
     -------
@@ -327,6 +333,9 @@ def longrope_inv_freq(
     >>> float(a[0])
     1.1902380714238083
     """
+    check_choice("longrope_inv_freq", "longrope_convention", longrope_convention, LONGROPE_CONVENTIONS)
+    if longrope_convention == "vllm":
+        attention_factor = None  # Note: vLLM forwards only short_mscale/long_mscale, never attention_factor
     w, a, _ = rope_inv_freq(dim=dim, base=base, rope_type="longrope", factor=factor,
                             original_max_position=original_max_position, context_length=context_length,
                             attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor)

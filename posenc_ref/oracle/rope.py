@@ -121,7 +121,7 @@ def longrope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> d
     freqs = [1 / (mpmath.mpf(float(ext[i])) * mpmath.power(mpmath.mpf(params["base"]), mpmath.mpf(2 * i) / d))
              for i in range(d // 2)]
     s = mpmath.mpf(params["factor"])
-    if params["attention_factor"] is not None:
+    if params["attention_factor"] is not None and params["longrope_convention"] == "transformers":
         factor = mpmath.mpf(params["attention_factor"])
     else:
         factor = mpmath.mpf(1) if s <= 1 else mpmath.sqrt(1 + mpmath.log(s) / mpmath.log(original))
