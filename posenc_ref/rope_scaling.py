@@ -202,15 +202,33 @@ def rope_inv_freq(
     >>> float(a[0])
     1.2772588722239782
     """
+    arguments = dict(locals())
     func = "rope_inv_freq"
-    rope_type = check_choice(func, "rope_type", rope_type, ROPE_TYPES)  # type: ignore[assignment]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        try:
+            result = _inv_freq(**arguments)
+        except (OverflowError, ZeroDivisionError) as exc:
+            raise SpecError(f"{func}: the parameters overflow float64 ({exc})") from None
+    if not all(np.isfinite(part).all() for part in result):
+        raise SpecError(f"{func}: the parameters overflow float64 (non-finite frequencies or factors)")
+    return result
+
+
+def _inv_freq(
+    *, dim: Any, base: Any, rope_type: Any, factor: Any, original_max_position: Any, context_length: Any,
+    low_freq_factor: Any, high_freq_factor: Any, beta_fast: Any, beta_slow: Any, mscale: Any, mscale_all_dim: Any,
+    attention_factor: Any, truncate: Any, partial_rotary_factor: Any, short_factor: Any, long_factor: Any,
+    dynamic_convention: Any, yarn_convention: Any,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    func = "rope_inv_freq"
+    rope_type = check_choice(func, "rope_type", rope_type, ROPE_TYPES)
     dim = check_int(func, "dim", dim, minimum=4 if rope_type in ("dynamic", "ntk_aware") else 2)
     if dim % 2:
         raise SpecError(f"{func}: dim must be even, got dim={dim}")
     base = check_float(func, "base", base, positive=True)
     check_choice(func, "dynamic_convention", dynamic_convention, DYNAMIC_CONVENTIONS)
     check_choice(func, "yarn_convention", yarn_convention, YARN_CONVENTIONS)
-    if rope_type in _NEEDS_FACTOR:
+    if rope_type in _NEEDS_FACTOR or factor is not None:
         factor = check_float(func, "factor", _required(func, rope_type, "factor", factor), positive=True)
         if factor < 1.0 and rope_type != "longrope":
             raise SpecError(f"{func}: factor must be >= 1 for rope_type={rope_type!r}, got factor={factor!r}")

@@ -286,3 +286,51 @@ def test_mrope_streams_by_hand():
     assert np.allclose(c, [[math.cos(1), math.cos(2), math.cos(3)]])
     with pytest.raises(SpecError, match="summing to dim/2 = 3"):
         mrope_cos_sin([[1], [2], [3]], [1, 1, 2], dim=6)
+
+
+WILD = st.one_of(st.integers(-5, 10**7), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=3),
+                 st.none(), st.booleans())
+INV_FREQ_NAMES = ["dim", "base", "rope_type", "factor", "original_max_position", "context_length", "low_freq_factor",
+                  "high_freq_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor",
+                  "truncate", "partial_rotary_factor", "dynamic_convention", "yarn_convention"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(ROPE_TYPES), st.dictionaries(st.sampled_from(INV_FREQ_NAMES), WILD, max_size=5))
+def test_inv_freq_bad_input_gives_spec_or_type_errors_and_never_non_finite(rope_type, kwargs):
+    arguments = {"dim": 16, "rope_type": rope_type, "factor": 2.0, "original_max_position": 64,
+                 "context_length": 100, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                 "short_factor": np.ones(8), "long_factor": np.full(8, 2.0), **kwargs}
+    try:
+        outputs = rope_inv_freq(**arguments)
+    except (SpecError, TypeError):
+        return
+    assert all(np.isfinite(part).all() for part in outputs)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(["base", "rotary_dim", "partial", "layout", "x_layout", "attention_factor",
+                                        "xpos_scale_base"]), WILD, max_size=3),
+       st.lists(st.integers(-2, 10**6), min_size=1, max_size=3))
+def test_scores_bad_input_gives_spec_or_type_errors(kwargs, k_positions):
+    q, k = np.ones((1, 1, 2, 8)), np.ones((1, 1, len(k_positions), 8))
+    try:
+        out = rope_scores(q, k, [0, 1], k_positions, **kwargs)
+    except (SpecError, TypeError):
+        return
+    assert np.isfinite(out).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(["base", "scale_base", "centring", "layout", "x_layout"]), WILD, max_size=3),
+       st.dictionaries(st.sampled_from(["dim", "base", "mrope_layout", "width"]), WILD, max_size=2),
+       st.lists(st.integers(-1, 40), min_size=3, max_size=3))
+def test_xpos_and_mrope_bad_input_gives_spec_or_type_errors(xpos_kwargs, mrope_kwargs, section):
+    try:
+        rope_xpos(np.ones((1, 1, 3, 8)), np.ones((1, 1, 3, 8)), [0, 1, 5000], **xpos_kwargs)
+    except (SpecError, TypeError):
+        pass
+    try:
+        mrope_cos_sin([[0, 1], [0, 1], [0, 1]], section, **{"dim": 16, **mrope_kwargs})
+    except (SpecError, TypeError):
+        pass
