@@ -144,16 +144,25 @@ def _validate_x(func: str, name: str, x: Any, x_layout: str) -> NDArray[np.float
 
 def rotary_frequencies(head_dim: int, *, base: float, rotary_dim: int | None, partial: str,
                        func: str) -> tuple[int, NDArray[np.float64]]:
-    """The rotary space width ``S`` and its ``S/2`` frequencies for :func:`rope_apply`'s options."""
+    """The rotary space width ``S`` and its ``S/2`` frequencies for :func:`rope_apply`'s options.
+
+    Examples
+    --------
+    >>> rotary_frequencies(8, base=100.0, rotary_dim=4, partial="prefix", func="f")[1].tolist()
+    [1.0, 0.1]
+    >>> rotary_frequencies(8, base=10000.0, rotary_dim=4, partial="proportional", func="f")[1].tolist()
+    [1.0, 0.1, 0.0, 0.0]
+    """
     base = check_float(func, "base", base, positive=True)
     check_choice(func, "partial", partial, PARTIALS)
+    if head_dim % 2 and (partial == "proportional" or rotary_dim is None):
+        raise SpecError(f"{func}: the head dim must be even to rotate it whole (partial={partial!r}, "
+                        f"rotary_dim={rotary_dim}), got head dim {head_dim}")
     rd = head_dim if rotary_dim is None else check_int(func, "rotary_dim", rotary_dim, minimum=2)
     if rd % 2:
         raise SpecError(f"{func}: rotary_dim must be even, got rotary_dim={rd}")
     if rd > head_dim:
         raise SpecError(f"{func}: rotary_dim must be <= the head dim {head_dim}, got rotary_dim={rd}")
-    if head_dim % 2 and (partial == "proportional" or rd == head_dim):
-        raise SpecError(f"{func}: the head dim must be even, got {head_dim}")
     space = rd if partial == "prefix" else head_dim
     i = np.arange(space // 2, dtype=np.float64)
     return space, np.where(i < rd // 2, base ** -((2.0 * i) / space), 0.0)
