@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.errors import ErrorCategory
 
-ToleranceClass = Literal["exact", "ulp", "phase", "normwise", "reduction"]
+ToleranceClass = Literal["exact", "ulp", "phase", "normwise", "reduction", "power"]
 CaseKind = Literal["normal", "edge", "long_position", "error"]
 Level = Literal["must", "should"]
 CASE_KINDS: Final = ("normal", "edge", "long_position", "error")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import attention, grid2d, learned, relative, sinusoidal
+from posenc_ref.records import attention, grid2d, learned, relative, rope, sinusoidal
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,
@@ -18,6 +18,7 @@ OPS: Final[tuple[OpRecord, ...]] = (
     *learned.RECORDS,
     *relative.RECORDS,
     *attention.RECORDS,
+    *rope.RECORDS,
 )
 
 RETIRED: Final[tuple[tuple[str, str], ...]] = ()

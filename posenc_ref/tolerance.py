@@ -56,6 +56,14 @@ with the floor set by the output's tolerance class:
     code, while a wrong index, sign or kernel moves
     the result by the size of a term. ``P`` is ``D`` for float64 and float32 and float32 for
     float16 and bfloat16 (sums accumulated in float32, as framework matmuls do).
+``power``
+    Outputs of the form :math:`b^{x}` with a rounded exponent (RoPE inverse frequencies
+    :math:`b^{-2i/d}` and the scalings built on them). Rounding :math:`x` to a precision
+    :math:`\epsilon` moves the result by :math:`\epsilon\,|x \ln b| = \epsilon\,|\ln e|`
+    *relative*, whatever the dtype of the final rounding, so the floor is
+    :math:`c\,\epsilon_P\,|e|\,(1 + |\ln|e||)`: the log of the value is its phase. ``P`` as for
+    ``phase``. A plain ``ulp`` bound cannot hold here: float64 ``1e6 ** (-14/80)`` is 4 ulp from
+    the truth and the float32 transformers formula 5 ulp.
 
 Constants (:data:`POLICIES`) were calibrated on the built-in emulations of typical float32 and
 float16 frameworks, which pass every case with at least 2x headroom (a test), while the
@@ -133,6 +141,10 @@ class Policy:
             if phase is None:
                 raise ValueError("a reduction tolerance needs the error scale of every element")
             bound = bound + self.c_phase * eps(self.phase_dtype) * np.abs(phase)
+        elif self.tolerance_class == "power":
+            magnitude = np.abs(np.asarray(expected, dtype=np.float64))
+            log_phase = np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))
+            bound = bound + self.c_phase * eps(self.phase_dtype) * magnitude * (1.0 + log_phase)
         return np.asarray(bound, dtype=np.float64)
 
     def describe(self) -> str:
@@ -147,6 +159,8 @@ class Policy:
             return (f"rows: ||a-e|| <= {self.c_phase:g} * sqrt(K) * eps({self.dtype}) * (||e|| + rms(e)); "
                     f"elements: {text} + {NORMWISE_ELEMENT_FACTOR * self.c_phase:g} * sqrt(K) * eps({self.dtype})"
                     " * (|e| + rms(e))")
+        if self.tolerance_class == "power":
+            text += f" + {self.c_phase:g} * eps({self.phase_dtype}) * |e| * (1 + |ln|e||)"
         return text
 
     def allowed_normwise(self, expected: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -180,6 +194,10 @@ POLICIES: Final[dict[tuple[str, Dtype], Policy]] = {
     ("reduction", "float32"): Policy("reduction", "float32", 2.0, 1.0, "float32"),
     ("reduction", "float16"): Policy("reduction", "float16", 2.0, 1.0, "float32"),
     ("reduction", "bfloat16"): Policy("reduction", "bfloat16", 2.0, 1.0, "float32"),
+    ("power", "float64"): Policy("power", "float64", 2.0, 4.0, "float64"),
+    ("power", "float32"): Policy("power", "float32", 2.0, 4.0, "float32"),
+    ("power", "float16"): Policy("power", "float16", 2.0, 4.0, "float32"),
+    ("power", "bfloat16"): Policy("power", "bfloat16", 2.0, 4.0, "float32"),
 }
 """Policy by (tolerance class, adapter dtype). Documented with its derivation in docs/tolerance.md."""
 

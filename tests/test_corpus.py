@@ -54,7 +54,7 @@ def test_manifest_lists_every_case_with_full_entries(corpus_dir):
             assert case["expected_error"] and not case["outputs"]
         else:
             for out in case["outputs"].values():
-                assert out["tolerance"] in ("exact", "ulp", "phase", "normwise", "reduction")
+                assert out["tolerance"] in ("exact", "ulp", "phase", "normwise", "reduction", "power")
                 assert ("phase" in out) == (out["tolerance"] in ("phase", "reduction"))
 
 

@@ -36,7 +36,7 @@ def test_bfloat16_rounding_is_nearest_even():
 
 
 def test_every_class_and_dtype_has_a_policy():
-    for cls in ("exact", "ulp", "phase", "normwise", "reduction"):
+    for cls in ("exact", "ulp", "phase", "normwise", "reduction", "power"):
         for dt in DTYPES:
             assert policy(cls, dt).dtype == dt
     with pytest.raises(ValueError):
@@ -62,6 +62,15 @@ def test_reduction_floor_scales_with_the_error_scale_not_the_result():
     assert POLICIES[("reduction", "bfloat16")].phase_dtype == "float32"
     with pytest.raises(ValueError, match="error scale"):
         pol.allowed(np.array([1.0]))
+
+
+def test_power_floor_is_relative_and_grows_with_the_log():
+    pol = policy("power", "float32")
+    small = pol.allowed(np.array([1e-6]))[0] / 1e-6
+    near_one = pol.allowed(np.array([0.75]))[0] / 0.75
+    assert small > 2 * near_one  # |ln 1e-6| = 13.8: a longer exponent, more rounding
+    assert pol.allowed(np.array([0.0]))[0] < 1e-40  # a zero frequency must stay (nearly) exact
+    assert small < 1e-4  # still far below a bfloat16 rounding (2**-9 relative)
 
 
 def test_compare_reports_worst_element_and_nonfinite_rules():

@@ -18,13 +18,14 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import absolute, attention, relative
+from posenc_ref.oracle import absolute, attention, relative, rope
 from posenc_ref.oracle._common import DPS, Oracle, to_float64
 
 ORACLES: Final[dict[str, Oracle]] = {
     **absolute.ORACLES,
     **attention.ORACLES,
     **relative.ORACLES,
+    **rope.ORACLES,
 }
 
 __all__ = ["DPS", "ORACLES", "Oracle", "expected", "to_float64"]

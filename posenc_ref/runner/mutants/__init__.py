@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from posenc_ref.runner.mutants import absolute, attention, relative
+from posenc_ref.runner.mutants import absolute, attention, relative, rope
 from posenc_ref.runner.mutants._common import Mutant
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
     *absolute.MUTANTS,
     *attention.MUTANTS,
     *relative.MUTANTS,
+    *rope.MUTANTS,
 )}
 
 __all__ = ["MUTANTS", "Mutant"]

@@ -1,0 +1,315 @@
+r"""Rotary position embeddings (RoPE): cos/sin tables, rotation of q/k, and q.k scores.
+
+Formula
+-------
+Pair ``i`` of a rotary space, channels ``(u, v)``, at integer position ``p`` with inverse
+frequency ``w_i`` (:mod:`posenc_ref.rope_scaling`) and attention factor ``a``:
+
+.. math::
+
+    u' = a(u\cos p w_i - v\sin p w_i), \qquad v' = a(v\cos p w_i + u\sin p w_i),
+
+i.e. :math:`(u + \mathrm{i}v)\,a e^{\mathrm{i} p w_i}` (RoFormer, Su et al. 2021,
+arXiv:2104.09864, eq. 34). Since :math:`R_m^\top R_n = R_{n-m}`, the score
+:math:`\langle R_m q, R_n k\rangle` depends on the positions only through :math:`n - m`.
+
+Conventions
+-----------
+* ``layout`` (which channels form pair ``i`` of a rotary space of width ``S``):
+  ``"half"``: ``(i, i + S/2)`` (transformers ``rotate_half``, GPT-NeoX, vLLM ``is_neox_style=True``,
+  ONNX ``interleaved=0``, flash-attn ``interleaved=False``); ``"interleaved"``: ``(2i, 2i+1)``
+  (RoFormer paper, Meta Llama complex form, GPT-J, Cohere, GLM, vLLM ``is_neox_style=False``,
+  ONNX ``interleaved=1``); ``"interleaved_to_half"``: pairs read as interleaved, results written
+  in half order (transformers 5.x DeepSeek-V3 ``apply_rotary_pos_emb_interleave``). The three
+  differ by a fixed channel permutation (:func:`rope_layout_permutation`), so scores agree when
+  q and k are permuted alike (claim: layouts related by a fixed permutation).
+* ``partial``: ``"prefix"`` rotates channels ``[0, rotary_dim)`` with exponent ``2i/rotary_dim``,
+  the rest pass through untouched (GPT-NeoX ``rotary_pct``, Phi, GLM, vLLM ``rotary_dim``, ONNX
+  ``rotary_embedding_dim``, flash-attn); ``"proportional"`` rotates over the whole head ``h``,
+  pairs ``(i, i + h/2)``, exponent ``2i/h``, frequency 0 for ``i >= rotary_dim/2`` (Gemma 4,
+  Gemma JAX ``rope_proportion``).
+* ``x_layout``: ``"BHTD"`` (transformers, ONNX 4-D) or ``"BTHD"`` (flash-attn, vLLM per token).
+* ``width`` of a table: ``"half"`` ``(..., P)`` (ONNX caches, flash-attn, vLLM cache halves),
+  ``"full"`` ``cat(t, t)`` (transformers), ``"full_interleaved"`` each value twice in a row
+  (GPT-J ``repeat_interleave``).
+* The attention factor multiplies cos and sin, as transformers and vLLM fold it into the tables
+  (so scores scale by ``a**2``); prefix pass-through channels are not scaled.
+* Positions are explicit integers >= 0, shape (T,) or (B, T); queries and keys may have
+  different positions (KV cache, cross-attention).
+* Computation order (float64): ``angle = float(p) * w``; ``c = a * cos(angle)``; then
+  ``u * c - v * s`` and ``v * c + u * s``.
+
+Differences from common implementations
+---------------------------------------
+* transformers casts cos/sin to the activation dtype and rotates in bf16; Meta Llama, Llama 4
+  and Gemma JAX rotate in float32. The corpus judges each dtype with the phase tolerance.
+* Scaled variants enter through :func:`rope_cos_sin` with the inverse frequencies of
+  :func:`posenc_ref.rope_scaling.rope_inv_freq`; :func:`rope_apply` builds default frequencies
+  from ``base``.
+
+Derivation claims relied on (derivations issue): ``rope.relativity`` (:math:`R_m^\top R_n =
+R_{n-m}`), ``rope.norm`` (rotation keeps norms), ``rope.layout_permutation`` (the layouts differ by
+a fixed channel permutation that preserves q.k).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
+
+Layout = Literal["half", "interleaved", "interleaved_to_half"]
+LAYOUTS: Final = ("half", "interleaved", "interleaved_to_half")
+PARTIALS: Final = ("prefix", "proportional")
+X_LAYOUTS: Final = ("BHTD", "BTHD")
+WIDTHS: Final = ("half", "full", "full_interleaved")
+
+
+def rope_cos_sin(
+    positions: Any, inv_freq: Any, /, *, attention_factor: float = 1.0,
+    width: Literal["half", "full", "full_interleaved"] = "full",
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """cos and sin tables ``a * cos(p * w_i)``, ``a * sin(p * w_i)`` for explicit positions.
+
+    Parameters
+    ----------
+    positions
+        Integer positions >= 0, any shape.
+    inv_freq
+        Inverse frequencies, shape (P,) (:func:`posenc_ref.rope_scaling.rope_inv_freq`).
+    attention_factor
+        Multiplies both tables (> 0).
+    width
+        ``"half"`` (P columns), ``"full"`` (``cat(t, t)``) or ``"full_interleaved"``.
+
+    Returns
+    -------
+    cos, sin : ndarray, shape (*positions.shape, P or 2P), float64
+
+    Examples
+    --------
+    >>> c, s = rope_cos_sin([0], [1.0, 0.5], width="full")
+    >>> c.tolist(), s.tolist()
+    ([[1.0, 1.0, 1.0, 1.0]], [[0.0, 0.0, 0.0, 0.0]])
+    """
+    func = "rope_cos_sin"
+    check_choice(func, "width", width, WIDTHS)
+    factor = check_float(func, "attention_factor", attention_factor, positive=True)
+    pos = check_positions(func, "positions", positions)
+    w = check_float_array(func, "inv_freq", inv_freq, ndim=1)
+    angle = pos.astype(np.float64)[..., None] * w  # (..., P)
+    cos, sin = factor * np.cos(angle), factor * np.sin(angle)
+    if width == "full":
+        return np.concatenate([cos, cos], axis=-1), np.concatenate([sin, sin], axis=-1)
+    if width == "full_interleaved":
+        return np.repeat(cos, 2, axis=-1), np.repeat(sin, 2, axis=-1)
+    return cos, sin
+
+
+def rope_layout_permutation(rotary_dim: int, /, *, from_layout: str, to_layout: str) -> NDArray[np.int64]:
+    """Channel indices ``perm`` with ``x_to = x_from[..., perm]`` (what checkpoint converters apply).
+
+    Examples
+    --------
+    >>> rope_layout_permutation(6, from_layout="interleaved", to_layout="half").tolist()
+    [0, 2, 4, 1, 3, 5]
+    >>> rope_layout_permutation(6, from_layout="half", to_layout="interleaved").tolist()
+    [0, 3, 1, 4, 2, 5]
+    """
+    func = "rope_layout_permutation"
+    dim = check_int(func, "rotary_dim", rotary_dim, minimum=2)
+    if dim % 2:
+        raise SpecError(f"{func}: rotary_dim must be even, got rotary_dim={dim}")
+    check_choice(func, "from_layout", from_layout, ("half", "interleaved"))
+    check_choice(func, "to_layout", to_layout, ("half", "interleaved"))
+    if from_layout == to_layout:
+        return np.arange(dim, dtype=np.int64)
+    j = np.arange(dim, dtype=np.int64)
+    if to_layout == "half":  # half channel j holds interleaved channel 2j (first half) or 2(j - P) + 1
+        return np.where(j < dim // 2, 2 * j, 2 * (j - dim // 2) + 1)
+    return np.where(j % 2 == 0, j // 2, j // 2 + dim // 2)
+
+
+def _validate_x(func: str, name: str, x: Any, x_layout: str) -> NDArray[np.float64]:
+    check_choice(func, "x_layout", x_layout, X_LAYOUTS)
+    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 4 and x.size:
+        if not np.isfinite(x).all():  # Note: no float64 copy of x just to validate it
+            raise SpecError(f"{func}: {name} must be finite")
+        return x
+    return check_float_array(func, name, x, ndim=4)
+
+
+def rotary_frequencies(head_dim: int, *, base: float, rotary_dim: int | None, partial: str,
+                       func: str) -> tuple[int, NDArray[np.float64]]:
+    """The rotary space width ``S`` and its ``S/2`` frequencies for :func:`rope_apply`'s options.
+
+    Examples
+    --------
+    >>> rotary_frequencies(8, base=100.0, rotary_dim=4, partial="prefix", func="f")[1].tolist()
+    [1.0, 0.1]
+    >>> rotary_frequencies(8, base=10000.0, rotary_dim=4, partial="proportional", func="f")[1].tolist()
+    [1.0, 0.1, 0.0, 0.0]
+    """
+    base = check_float(func, "base", base, positive=True)
+    check_choice(func, "partial", partial, PARTIALS)
+    if head_dim % 2 and (partial == "proportional" or rotary_dim is None):
+        raise SpecError(f"{func}: the head dim must be even to rotate it whole (partial={partial!r}, "
+                        f"rotary_dim={rotary_dim}), got head dim {head_dim}")
+    rd = head_dim if rotary_dim is None else check_int(func, "rotary_dim", rotary_dim, minimum=2)
+    if rd % 2:
+        raise SpecError(f"{func}: rotary_dim must be even, got rotary_dim={rd}")
+    if rd > head_dim:
+        raise SpecError(f"{func}: rotary_dim must be <= the head dim {head_dim}, got rotary_dim={rd}")
+    space = rd if partial == "prefix" else head_dim
+    i = np.arange(space // 2, dtype=np.float64)
+    return space, np.where(i < rd // 2, base ** -((2.0 * i) / space), 0.0)
+
+
+def _angles(func: str, positions: Any, w: NDArray[np.float64], x_shape: tuple[int, ...], x_layout: str,
+            name: str) -> NDArray[np.float64]:
+    """Angles broadcastable against the (B, H or T, T or H, P) view of x."""
+    t_axis = 2 if x_layout == "BHTD" else 1
+    pos = check_positions(func, name, positions, min_ndim=1)
+    if pos.ndim > 2 or pos.shape[-1] != x_shape[t_axis] or (pos.ndim == 2 and pos.shape[0] not in (1, x_shape[0])):
+        raise SpecError(f"{func}: {name} must have shape (T,) or (B, T) with T={x_shape[t_axis]}, "
+                        f"B={x_shape[0]}, got shape {pos.shape}", category="invalid_shape")
+    angle = pos.reshape(-1, pos.shape[-1]).astype(np.float64)[..., None] * w  # (B or 1, T, P)
+    return angle[:, None] if x_layout == "BHTD" else angle[:, :, None]
+
+
+def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layout: str,
+            factor: float) -> NDArray[np.float64]:
+    n = space // 2
+    cos, sin = np.cos(angle), np.sin(angle)
+    if factor != 1.0:
+        cos *= factor
+        sin *= factor
+    if layout == "half":
+        u, v = x[..., :n], x[..., n:space]
+    else:
+        u, v = x[..., 0:space:2], x[..., 1:space:2]
+    out = np.empty_like(x)
+    out[..., space:] = x[..., space:]  # Note: prefix pass-through channels are copied untouched
+    out_u, out_v = (out[..., :n], out[..., n:space]) if layout != "interleaved" else (
+        out[..., 0:space:2], out[..., 1:space:2])
+    scratch = v * sin  # (.., P): the only temporary, half the size of x
+    np.multiply(u, cos, out=out_u)
+    out_u -= scratch
+    np.multiply(u, sin, out=scratch)
+    np.multiply(v, cos, out=out_v)
+    out_v += scratch
+    return out
+
+
+def rope_apply(
+    x: Any, positions: Any, /, *, base: float = 10000.0, rotary_dim: int | None = None,
+    partial: Literal["prefix", "proportional"] = "prefix", layout: Layout = "half",
+    x_layout: Literal["BHTD", "BTHD"] = "BHTD", attention_factor: float = 1.0,
+) -> NDArray[np.float64]:
+    """Rotate ``x`` at explicit positions (default frequencies ``base**(-2i/S)``).
+
+    Parameters
+    ----------
+    x
+        Queries or keys, shape (B, H, T, D) (``x_layout="BHTD"``) or (B, T, H, D).
+    positions
+        Integer positions >= 0, shape (T,) or (B, T).
+    base
+        ``rope_theta`` (> 0).
+    rotary_dim
+        Rotated channels (even, <= D); None: the whole head.
+    partial, layout, x_layout
+        Conventions (module notes).
+    attention_factor
+        Multiplies cos and sin (> 0).
+
+    Returns
+    -------
+    ndarray, same shape as x, float64
+
+    Raises
+    ------
+    SpecError
+        Odd ``rotary_dim``, ``rotary_dim > D``, unknown conventions, positions not matching T,
+        non-finite ``x``.
+
+    Examples
+    --------
+    Rotation keeps the norm of every pair:
+
+    >>> x = np.arange(8.0).reshape(1, 1, 2, 4)
+    >>> y = rope_apply(x, [3, 1000])
+    >>> bool(np.allclose(np.linalg.norm(y, axis=-1), np.linalg.norm(x, axis=-1)))
+    True
+    >>> rope_apply(x, [0, 0]).tolist() == x.tolist()
+    True
+    """
+    func = "rope_apply"
+    check_choice(func, "layout", layout, LAYOUTS)
+    factor = check_float(func, "attention_factor", attention_factor, positive=True)
+    values = _validate_x(func, "x", x, x_layout)
+    space, w = rotary_frequencies(values.shape[-1], base=base, rotary_dim=rotary_dim, partial=partial, func=func)
+    angle = _angles(func, positions, w, values.shape, x_layout, "positions")
+    return _rotate(values, angle, space, layout, factor)
+
+
+def rope_scores(
+    q: Any, k: Any, q_positions: Any, k_positions: Any, /, *, base: float = 10000.0,
+    rotary_dim: int | None = None, partial: Literal["prefix", "proportional"] = "prefix",
+    layout: Literal["half", "interleaved"] = "half", x_layout: Literal["BHTD", "BTHD"] = "BHTD",
+    attention_factor: float = 1.0, xpos_scale_base: float | None = None,
+) -> NDArray[np.float64]:
+    """Logits ``<R(m) q_m, R(n) k_n>`` after rotating q at its positions and k at its own.
+
+    Parameters are those of :func:`rope_apply`; with ``xpos_scale_base = B`` (> 0) pair ``i`` of
+    the product is also weighted by ``zeta_i ** ((m - n) / B)``, ``zeta_i = (2i + 0.4 S)/(1.4 S)``
+    (xPos, Sun et al. 2022, arXiv:2212.10554, eq. 7), whatever centre an implementation uses.
+
+    Returns
+    -------
+    ndarray, shape (B, H, Tq, Tk), float64
+
+    Examples
+    --------
+    Scores depend on the offset only:
+
+    >>> rng = np.random.default_rng(0)
+    >>> q, k = rng.normal(size=(1, 1, 1, 8)), rng.normal(size=(1, 1, 1, 8))
+    >>> a = rope_scores(q, k, [5], [2])
+    >>> b = rope_scores(q, k, [905], [902])
+    >>> bool(np.isclose(a, b).all())
+    True
+    """
+    func = "rope_scores"
+    check_choice(func, "layout", layout, ("half", "interleaved"))
+    factor = check_float(func, "attention_factor", attention_factor, positive=True)
+    qv, kv = _validate_x(func, "q", q, x_layout), _validate_x(func, "k", k, x_layout)
+    h_axis = 1 if x_layout == "BHTD" else 2
+    if qv.shape[0] != kv.shape[0] or qv.shape[h_axis] != kv.shape[h_axis] or qv.shape[-1] != kv.shape[-1]:
+        raise SpecError(f"{func}: q and k must agree on B, H and D, got {qv.shape} and {kv.shape}",
+                        category="invalid_shape")
+    space, w = rotary_frequencies(qv.shape[-1], base=base, rotary_dim=rotary_dim, partial=partial, func=func)
+    qr = _rotate(qv, _angles(func, q_positions, w, qv.shape, x_layout, "q_positions"), space, layout, factor)
+    kr = _rotate(kv, _angles(func, k_positions, w, kv.shape, x_layout, "k_positions"), space, layout, factor)
+    if x_layout == "BTHD":
+        qr, kr = qr.transpose(0, 2, 1, 3), kr.transpose(0, 2, 1, 3)
+    if xpos_scale_base is None:
+        return np.asarray(np.einsum("bhqd,bhkd->bhqk", qr, kr), dtype=np.float64)
+    scale_base = check_float(func, "xpos_scale_base", xpos_scale_base, positive=True)
+    n = space // 2
+    zeta = (2.0 * np.arange(n) + 0.4 * space) / (1.4 * space)  # (P,)
+    qp = check_positions(func, "q_positions", q_positions).reshape(-1, qr.shape[2])
+    kp = check_positions(func, "k_positions", k_positions).reshape(-1, kr.shape[2])
+    offset = (qp[:, :, None] - kp[:, None, :]).astype(np.float64)[:, None, :, :, None]  # (B|1, 1, Tq, Tk, 1)
+    weight = zeta ** (offset / scale_base)  # (B|1, 1, Tq, Tk, P)
+    if layout == "half":
+        pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., :n], kr[..., :n]) + np.einsum(
+            "bhqp,bhkp->bhqkp", qr[..., n:space], kr[..., n:space])
+    else:
+        pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., 0:space:2], kr[..., 0:space:2]) + np.einsum(
+            "bhqp,bhkp->bhqkp", qr[..., 1:space:2], kr[..., 1:space:2])
+    rest = np.einsum("bhqd,bhkd->bhqk", qr[..., space:], kr[..., space:])
+    return np.asarray((pairs * weight).sum(axis=-1) + rest, dtype=np.float64)

@@ -1,0 +1,219 @@
+"""Low-precision emulations of the RoPE ops (calibration only; see the package docs).
+
+Frequencies are built as transformers 5.x builds them: ``base ** (arange(0, d, 2).float() / d)``
+in float32, scalar bookkeeping (scaled bases, attention factors, band edges) in Python float64,
+the YaRN / Llama 3 blends in float32. Positions are converted to the angle dtype, the angle
+``p * w`` and its cos/sin are computed in it, and the rotation and dot products in float32.
+Which channels form a pair is taken from the reference's own helpers, never restated.
+
+``freq_round`` and ``position_round`` let the mutant catalogue inject the bfloat16 bugs
+(sglang-jax #1472, candle #3520) into exactly these computations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref import rope, rope_scaling, rope_variants
+from posenc_ref.runner.emulation._common import Emulation
+
+Round = Callable[[NDArray[Any]], NDArray[Any]]
+
+
+def _keep(values: NDArray[Any]) -> NDArray[Any]:
+    return values
+
+
+def transformers_frequencies(base: float, dim: int, ct: type, pairs: int | None = None) -> NDArray[Any]:
+    """``1 / base ** (arange(0, 2 * pairs, 2).float() / dim)`` in ``ct``."""
+    count = dim // 2 if pairs is None else pairs
+    exponent = np.arange(0, 2 * count, 2).astype(ct) / ct(dim)
+    w: NDArray[Any] = (ct(1.0) / np.power(ct(base), exponent)).astype(ct)
+    return w
+
+
+def emulate_inv_freq(params: Mapping[str, Any], ct: type, freq_round: Round = _keep) -> tuple[NDArray[Any], float,
+                                                                                                float]:
+    """The frequencies (``ct``), attention factor and softmax multiplier, transformers style."""
+    _, factor_a, softmax = rope_scaling.rope_inv_freq(**params)  # validation; Python-float scalars
+    d, base, kind = int(params["dim"]), float(params["base"]), params["rope_type"]
+    s = float(params["factor"]) if params.get("factor") is not None else 1.0
+    if kind in ("ntk_aware", "dynamic"):
+        length = params.get("context_length") or 0
+        trained = params.get("original_max_position") or 1
+        if kind == "dynamic" and params["dynamic_convention"] == "transformers":
+            length = max(length, trained)
+        bracket = s if kind == "ntk_aware" else s * length / trained - (s - 1.0)
+        base = base * bracket ** (d / (d - 2))
+    if kind == "proportional":
+        turning = int(float(params["partial_rotary_factor"]) * d // 2)
+        w: NDArray[Any] = np.zeros(d // 2, dtype=ct)
+        w[:turning] = transformers_frequencies(base, d, ct, turning)
+        return freq_round(w / ct(s)).astype(ct), float(factor_a[0]), float(softmax[0])
+    w = freq_round(transformers_frequencies(base, d, ct))
+    if kind == "linear":
+        w = w / ct(s)
+    elif kind == "yarn":
+        truncate = bool(params["truncate"]) or params["yarn_convention"] == "vllm_deepseek"
+        low, high = rope_scaling.yarn_correction_range(
+            dim=d, base=base, original_max_position=int(params["original_max_position"]),
+            beta_fast=params["beta_fast"], beta_slow=params["beta_slow"], truncate=truncate)
+        if low == high:
+            high += 0.001
+        ramp = np.clip((np.arange(d // 2, dtype=ct) - ct(low)) / ct(high - low), 0, 1).astype(ct)
+        w = (ct(1.0) / (ct(s) / w)) * ramp + w * (ct(1.0) - ramp)
+    elif kind == "llama3":
+        original = float(params["original_max_position"])
+        low, high = float(params["low_freq_factor"]), float(params["high_freq_factor"])
+        wavelength = ct(2 * math.pi) / w
+        kept = np.where(wavelength > original / low, w / ct(s), w)
+        smooth = (ct(original) / wavelength - ct(low)) / ct(high - low)
+        blended = (ct(1.0) - smooth) * kept / ct(s) + smooth * kept
+        medium = ~(wavelength < original / high) & ~(wavelength > original / low)
+        w = np.where(medium, blended, kept)
+    return np.asarray(w, dtype=ct), float(factor_a[0]), float(softmax[0])
+
+
+def _inv_freq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    w, factor_a, softmax = emulate_inv_freq(params, ct)
+    return {"inv_freq": w, "attention_factor": np.array([factor_a], dtype=ct),
+            "softmax_scale": np.array([softmax], dtype=ct)}
+
+
+def _longrope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    _, factor_a = rope_scaling.longrope_inv_freq(inputs["short_factor"], inputs["long_factor"], **params)
+    d = int(params["dim"])
+    chosen = "long_factor" if params["context_length"] > params["original_max_position"] else "short_factor"
+    ext: NDArray[Any] = np.asarray(inputs[chosen]).astype(ct)
+    exponent = np.arange(0, d, 2).astype(ct) / ct(d)
+    w = ct(1.0) / (ext * np.power(ct(params["base"]), exponent))
+    return {"inv_freq": w.astype(ct), "attention_factor": factor_a.astype(ct)}
+
+
+def _cos_sin(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    rope.rope_cos_sin(inputs["positions"], inputs["inv_freq"], **params)  # validation and errors
+    w: NDArray[Any] = np.asarray(inputs["inv_freq"]).astype(ct).astype(at)
+    angle = np.asarray(inputs["positions"]).astype(at)[..., None] * w
+    factor = ct(params["attention_factor"])
+    cos, sin = np.cos(angle).astype(ct) * factor, np.sin(angle).astype(ct) * factor
+    if params["width"] == "full":
+        return {"cos": np.concatenate([cos, cos], -1), "sin": np.concatenate([sin, sin], -1)}
+    if params["width"] == "full_interleaved":
+        return {"cos": np.repeat(cos, 2, -1), "sin": np.repeat(sin, 2, -1)}
+    return {"cos": cos, "sin": sin}
+
+
+def rotate_lowp(x: NDArray[Any], positions: NDArray[Any], params: Mapping[str, Any], ct: type, at: type,
+                freq_round: Round = _keep, position_round: Round = _keep,
+                denominator: int | None = None) -> tuple[NDArray[Any], int]:
+    """x rotated in ``ct`` with angles in ``at``; ``denominator`` overrides the exponent's (a mutant)."""
+    head_dim = x.shape[-1]
+    rd = head_dim if params["rotary_dim"] is None else int(params["rotary_dim"])
+    space = rd if params["partial"] == "prefix" else head_dim
+    w: NDArray[Any] = np.zeros(space // 2, dtype=ct)
+    w[: rd // 2] = transformers_frequencies(float(params["base"]), denominator or space, ct, rd // 2)
+    w = freq_round(w).astype(at)
+    pos: NDArray[Any] = position_round(np.asarray(positions).astype(ct)).astype(at)
+    pos2 = pos.reshape(-1, pos.shape[-1])
+    angle = pos2[..., None] * w  # (B|1, T, P) in the angle dtype
+    angle = angle[:, None] if params["x_layout"] == "BHTD" else angle[:, :, None]
+    rotated = rope._rotate(x.astype(ct), angle.astype(ct), space, params["layout"], params["attention_factor"])
+    return rotated, space
+
+
+def _apply(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    rope.rope_apply(inputs["x"], inputs["positions"], **params)  # validation and errors
+    return {"y": rotate_lowp(np.asarray(inputs["x"]), inputs["positions"], params, ct, at)[0]}
+
+
+def scores_lowp(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type,
+                q_sign: float = -1.0, freq_round: Round = _keep, position_round: Round = _keep) -> NDArray[Any]:
+    """Scores in ``ct``; ``q_sign`` is the sign of the key power relative to the query's (xPos)."""
+    qr, space = rotate_lowp(np.asarray(inputs["q"]), inputs["q_positions"], params, ct, at, freq_round, position_round)
+    kr, _ = rotate_lowp(np.asarray(inputs["k"]), inputs["k_positions"], params, ct, at, freq_round, position_round)
+    if params["x_layout"] == "BTHD":
+        qr, kr = qr.transpose(0, 2, 1, 3), kr.transpose(0, 2, 1, 3)
+    scale_base = params.get("xpos_scale_base")
+    if scale_base is None:
+        plain: NDArray[Any] = np.einsum("bhqd,bhkd->bhqk", qr, kr)
+        return plain
+    n = space // 2
+    zeta = ((np.arange(n, dtype=ct) * ct(2) + ct(0.4 * space)) / ct(1.4 * space)).astype(ct)
+    qp: NDArray[Any] = np.asarray(inputs["q_positions"]).astype(ct).reshape(-1, qr.shape[2])
+    kp: NDArray[Any] = np.asarray(inputs["k_positions"]).astype(ct).reshape(-1, kr.shape[2])
+    # lucidrains: q scaled by zeta^((t - c)/B), k by zeta^(-(t - c)/B); c the window's centre
+    centre = ct((min(qp.min(), kp.min()) + max(qp.max(), kp.max())) // 2)
+    q_scale = zeta ** ((qp[:, None, :, None] - centre) / ct(scale_base))
+    k_scale = zeta ** (q_sign * (kp[:, None, :, None] - centre) / ct(scale_base))
+    qs, ks = qr.copy(), kr.copy()
+    if params["layout"] == "half":
+        qs[..., :n] *= q_scale
+        qs[..., n:space] *= q_scale
+        ks[..., :n] *= k_scale
+        ks[..., n:space] *= k_scale
+    else:
+        qs[..., 0:space:2] *= q_scale
+        qs[..., 1:space:2] *= q_scale
+        ks[..., 0:space:2] *= k_scale
+        ks[..., 1:space:2] *= k_scale
+    weighted: NDArray[Any] = np.einsum("bhqd,bhkd->bhqk", qs, ks)
+    return weighted
+
+
+def _scores(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    rope.rope_scores(inputs["q"], inputs["k"], inputs["q_positions"], inputs["k_positions"], **params)
+    return {"scores": scores_lowp(params, inputs, ct, at)}
+
+
+def _xpos(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    rope_variants.rope_xpos(inputs["q"], inputs["k"], inputs["positions"], **params)  # validation and errors
+    common = {"base": params["base"], "rotary_dim": None, "partial": "prefix", "layout": params["layout"],
+              "x_layout": params["x_layout"], "attention_factor": 1.0}
+    q, space = rotate_lowp(np.asarray(inputs["q"]), inputs["positions"], common, ct, at)
+    k, _ = rotate_lowp(np.asarray(inputs["k"]), inputs["positions"], common, ct, at)
+    t_axis = 2 if params["x_layout"] == "BHTD" else 1
+    zeta = ((np.arange(space // 2, dtype=ct) * ct(2) + ct(0.4 * space)) / ct(1.4 * space)).astype(ct)
+    centre = rope_variants.xpos_centre(q.shape[t_axis], params["centring"])
+    pos = np.asarray(inputs["positions"]).reshape(-1, q.shape[t_axis])
+    power = ((pos - centre).astype(ct) / ct(params["scale_base"])).astype(ct)
+    power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
+    up = zeta**power
+    scale = np.repeat(up, 2, axis=-1) if params["layout"] == "interleaved" else np.concatenate([up, up], axis=-1)
+    return {"q_rot": q * scale, "k_rot": k / scale}
+
+
+def _mrope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    rope_variants.mrope_cos_sin(inputs["positions"], inputs["mrope_section"], **params)  # validation and errors
+    d = int(params["dim"])
+    section = tuple(int(v) for v in np.asarray(inputs["mrope_section"]).tolist())
+    stream = rope_variants.mrope_stream(d // 2, (section[0], section[1], section[2]), params["mrope_layout"])
+    w: NDArray[Any] = transformers_frequencies(float(params["base"]), d, ct).astype(at)
+    chosen: NDArray[Any] = np.moveaxis(np.asarray(inputs["positions"]).astype(at)[stream], 0, -1)
+    angle = chosen * w
+    cos, sin = np.cos(angle).astype(ct), np.sin(angle).astype(ct)
+    if params["width"] == "full":
+        return {"cos": np.concatenate([cos, cos], -1), "sin": np.concatenate([sin, sin], -1)}
+    return {"cos": cos, "sin": sin}
+
+
+EMULATIONS: Final[dict[str, Emulation]] = {
+    "rope.inv_freq": _inv_freq,
+    "rope.longrope_inv_freq": _longrope,
+    "rope.cos_sin": _cos_sin,
+    "rope.apply": _apply,
+    "rope.scores": _scores,
+    "rope.xpos": _xpos,
+    "rope.mrope_cos_sin": _mrope,
+}

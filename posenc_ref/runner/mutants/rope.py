@@ -1,0 +1,165 @@
+"""Mutants of the RoPE ops (see :mod:`posenc_ref.runner.mutants`): one per bug class seen in the wild."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref import rope_scaling, rope_variants
+from posenc_ref.registry import get_op
+from posenc_ref.runner.emulation import emulate, round_bfloat16
+from posenc_ref.runner.emulation import rope as emu
+from posenc_ref.runner.mutants._common import Mutant, swap, with_params
+
+_ROTATING = ("rope.apply", "rope.scores")
+
+
+def _lowp(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], *, freq: bool) -> Any:
+    """float32 pipeline with the inverse frequencies (freq) or the positions rounded to bfloat16."""
+    get_op(op).call(params, inputs)  # the reference's validation and errors
+    ct, bf = np.float32, round_bfloat16
+    if op == "rope.inv_freq":
+        w, factor_a, softmax = emu.emulate_inv_freq(params, ct, freq_round=bf)
+        return w, np.array([factor_a]), np.array([softmax])
+    if op == "rope.cos_sin":
+        w = bf(np.asarray(inputs["inv_freq"])) if freq else np.asarray(inputs["inv_freq"])
+        pos = np.asarray(inputs["positions"]) if freq else bf(np.asarray(inputs["positions"], dtype=np.float32))
+        return emulate(op, params, {"positions": pos, "inv_freq": w}, output_dtype="float32", angle_dtype="float32")
+    keep = emu._keep
+    freq_round, position_round = (bf, keep) if freq else (keep, bf)
+    if op == "rope.apply":
+        return emu.rotate_lowp(np.asarray(inputs["x"]), inputs["positions"], params, ct, ct, freq_round,
+                               position_round)[0]
+    return emu.scores_lowp(params, inputs, ct, ct, freq_round=freq_round, position_round=position_round)
+
+
+def _bf16_inv_freq(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    return _lowp(op, params, inputs, freq=True)
+
+
+def _bf16_positions(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    return _lowp(op, params, inputs, freq=False)
+
+
+def _float32_angles(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    return emulate(op, params, inputs, output_dtype="float32", angle_dtype="float32")
+
+
+def _yarn_no_attention_factor(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    w, factor_a, softmax = rope_scaling.rope_inv_freq(**params)
+    return w, (np.ones(1) if params["rope_type"] == "yarn" else factor_a), softmax
+
+
+def _yarn_ramp_half_clamp(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    w, factor_a, softmax = rope_scaling.rope_inv_freq(**params)
+    if params["rope_type"] != "yarn":
+        return w, factor_a, softmax
+    d = int(params["dim"])
+    low, high = rope_scaling.yarn_correction_range(
+        dim=d, base=params["base"], original_max_position=params["original_max_position"],
+        beta_fast=params["beta_fast"], beta_slow=params["beta_slow"], truncate=params["truncate"])
+    high = min(high, d // 2 - 1)  # the bug: d/2 - 1 instead of d - 1
+    if low == high:
+        high += 0.001
+    plain = rope_scaling.rope_inv_freq(dim=d, base=params["base"])[0]
+    ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)
+    return plain * (1 - ramp) + plain / params["factor"] * ramp, factor_a, softmax
+
+
+def _llama3_edge_off_by_one(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    w, factor_a, softmax = rope_scaling.rope_inv_freq(**params)
+    if params["rope_type"] != "llama3":
+        return w, factor_a, softmax
+    plain = rope_scaling.rope_inv_freq(dim=params["dim"], base=params["base"])[0]
+    smoothed = np.flatnonzero((w != plain) & (w != plain / params["factor"]))
+    if smoothed.size:
+        w = w.copy()
+        w[smoothed[0]] = plain[smoothed[0]]  # the bug: the first smoothed pair still counted as kept
+    return w, factor_a, softmax
+
+
+def _dynamic_no_exponent(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    w, factor_a, softmax = rope_scaling.rope_inv_freq(**params)
+    if params["rope_type"] != "dynamic":
+        return w, factor_a, softmax
+    s, trained, d = params["factor"], params["original_max_position"], params["dim"]
+    length = params["context_length"]
+    if params["dynamic_convention"] == "transformers":
+        length = max(length, trained)
+    base = params["base"] * (s * length / trained - (s - 1))  # the bug: no ** (d / (d - 2))
+    return rope_scaling.rope_inv_freq(dim=d, base=base)[0], factor_a, softmax
+
+
+def _partial_over_head_dim(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    get_op(op).call(params, inputs)
+    f64 = np.float64
+    if op == "rope.apply":
+        x = np.asarray(inputs["x"], dtype=f64)
+        return emu.rotate_lowp(x, inputs["positions"], params, f64, f64, denominator=x.shape[-1])[0]
+    q, k = np.asarray(inputs["q"], dtype=f64), np.asarray(inputs["k"], dtype=f64)
+    qr = emu.rotate_lowp(q, inputs["q_positions"], params, f64, f64, denominator=q.shape[-1])[0]
+    kr = emu.rotate_lowp(k, inputs["k_positions"], params, f64, f64, denominator=k.shape[-1])[0]
+    if params["x_layout"] == "BTHD":
+        qr, kr = qr.transpose(0, 2, 1, 3), kr.transpose(0, 2, 1, 3)
+    return np.einsum("bhqd,bhkd->bhqk", qr, kr)
+
+
+def _xpos_same_sign(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    result = get_op(op).call(params, inputs)
+    if op == "rope.xpos":
+        q = result["q_rot"]
+        plain_k = rope_variants.rope_xpos(inputs["k"], inputs["k"], inputs["positions"], **params)[0]
+        return q, plain_k  # keys scaled by zeta^(+power), like queries
+    if params.get("xpos_scale_base") is None:
+        return get_op(op).call(params, inputs)
+    return emu.scores_lowp(params, inputs, np.float64, np.float64, q_sign=1.0)
+
+
+def _longrope_switch_at_threshold(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    changed = dict(params)
+    if params["context_length"] == params["original_max_position"]:
+        changed["context_length"] += 1  # the bug: long factors from L >= L0
+    return get_op(op).call(changed, inputs)
+
+
+def _positions_plus_one(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    return get_op(op).call(params, {**inputs, "positions": np.asarray(inputs["positions"]) + 1})
+
+
+MUTANTS: Final[tuple[Mutant, ...]] = (
+    Mutant("rope-layout-swapped", "half-split (rotate_half) and interleaved pairs exchanged",
+           "huggingface/transformers#25199; keras-team/keras-hub#1416", _ROTATING,
+           with_params(swap("layout", {"half": "interleaved", "interleaved": "half", "interleaved_to_half": "half"})),
+           diagnosis="layout="),
+    Mutant("rope-bf16-inv-freq", "inverse frequencies rounded to bfloat16 before the phase product",
+           "sgl-project/sglang-jax#1472; huggingface/transformers#29496",
+           ("rope.inv_freq", "rope.cos_sin", *_ROTATING), _bf16_inv_freq, dtype="float32"),
+    Mutant("rope-bf16-positions", "positions created in bfloat16 (256 is the last exact step of 1)",
+           "huggingface/candle#3520; NVIDIA/Megatron-LM#535", ("rope.cos_sin", *_ROTATING), _bf16_positions,
+           dtype="float32"),
+    Mutant("rope-float32-angles-claimed-float64", "angles p * w in float32 by an implementation that claims float64",
+           "huggingface/transformers#29285; vllm-project/vllm#1004",
+           ("rope.cos_sin", "rope.mrope_cos_sin", "rope.xpos", *_ROTATING), _float32_angles,
+           diagnosis="float32 angles"),
+    Mutant("rope-yarn-without-attention-factor", "YaRN frequencies without the 0.1 ln s + 1 attention factor",
+           "vllm-project/vllm#57563; turboderp-org/exllamav3#259", ("rope.inv_freq",), _yarn_no_attention_factor),
+    Mutant("rope-yarn-ramp-clamped-half", "YaRN high bound clamped to d/2 - 1 instead of d - 1",
+           "keras-team/keras-hub#2981", ("rope.inv_freq",), _yarn_ramp_half_clamp),
+    Mutant("rope-llama3-band-edge-off-by-one", "Llama 3 band split one pair late (first smoothed pair kept)",
+           "meta-llama/llama-models apply_scaling ports", ("rope.inv_freq",), _llama3_edge_off_by_one),
+    Mutant("rope-dynamic-ntk-no-exponent", "dynamic NTK base scaled without the d/(d-2) exponent",
+           "vllm-project/vllm#41236", ("rope.inv_freq",), _dynamic_no_exponent),
+    Mutant("rope-partial-denominator-head-dim", "prefix partial rotation with exponent 2i/h instead of 2i/d",
+           "pie-project/pie#603", _ROTATING, _partial_over_head_dim),
+    Mutant("rope-xpos-same-sign-powers", "xPos keys scaled by zeta^(+n/B) like queries instead of zeta^(-n/B)",
+           "lucidrains/x-transformers#233", ("rope.scores", "rope.xpos"), _xpos_same_sign),
+    Mutant("rope-longrope-switch-at-threshold", "LongRoPE long factors from L >= L0 instead of L > L0",
+           "ggml-org/llama.cpp#8995; microsoft/onnxruntime-genai#1161", ("rope.longrope_inv_freq",),
+           _longrope_switch_at_threshold),
+    Mutant("rope-positions-off-by-one", "positions start at 1 (position_ids = cumsum(mask) instead of - 1)",
+           "huggingface/transformers generation position_ids", ("rope.apply", "rope.cos_sin"), _positions_plus_one,
+           diagnosis="positions + 1"),
+)
