@@ -68,8 +68,8 @@ def _shift_tie_back() -> None:
 SHIFT = Claim(
     name="relative.shift_equals_direct_indexing",
     title="Both pad-and-reshape shifts equal direct indexing on their valid regions",
-    statement=r"\mathrm{shift}(BD)_{ij} = BD_{i,\,c(m + i - j)}\ \text{for } j \le m + i \text{ (Transformer-XL) and every } j"
-              r" \text{ (XLNet)}",
+    statement=r"\mathrm{shift}(BD)_{ij} = BD_{i,\,c(m + i - j)}\ \text{for } j \le m + i"
+              r" \text{ (Transformer-XL) and every } j \text{ (XLNet)}",
     source="Dai et al. 2019 (Transformer-XL), arXiv:1901.02860, appendix B; Yang et al. 2019 (XLNet) rel_shift",
     derive=_shift,
     tie_back=_shift_tie_back,
