@@ -10,12 +10,15 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import grid2d, learned, sinusoidal
+from posenc_ref.records import alibi, deberta, grid2d, learned, sinusoidal, t5
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,
     *grid2d.RECORDS,
     *learned.RECORDS,
+    *alibi.RECORDS,
+    *t5.RECORDS,
+    *deberta.RECORDS,
 )
 
 RETIRED: Final[tuple[tuple[str, str], ...]] = ()

@@ -18,11 +18,12 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import absolute
+from posenc_ref.oracle import absolute, bias
 from posenc_ref.oracle._common import DPS, Oracle, to_float64
 
 ORACLES: Final[dict[str, Oracle]] = {
     **absolute.ORACLES,
+    **bias.ORACLES,
 }
 
 __all__ = ["DPS", "ORACLES", "Oracle", "expected", "to_float64"]

@@ -20,12 +20,13 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.runner.emulation import absolute
+from posenc_ref.runner.emulation import absolute, bias
 from posenc_ref.runner.emulation._common import Emulation, round_bfloat16, to_dtype
 from posenc_ref.tolerance import Dtype
 
 EMULATIONS: Final[dict[str, Emulation]] = {
     **absolute.EMULATIONS,
+    **bias.EMULATIONS,
 }
 
 __all__ = ["EMULATIONS", "emulate", "round_bfloat16", "to_dtype"]

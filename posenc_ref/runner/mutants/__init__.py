@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from posenc_ref.runner.mutants import absolute
+from posenc_ref.runner.mutants import absolute, bias
 from posenc_ref.runner.mutants._common import Mutant
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
     *absolute.MUTANTS,
+    *bias.MUTANTS,
 )}
 
 __all__ = ["MUTANTS", "Mutant"]
