@@ -33,8 +33,9 @@ Conventions
   ``δ <= -512`` reads row 0 without the clamp but row 1 with it.
 * p2c reads the **same** index ``idx(δ(i, j))`` as c2p in both codebases; the paper writes
   ``δ(j, i)`` (microsoft/DeBERTa#47; the sign slip of nntrainer#3982).
-* Exact values: the ceil is exact. The reference computes the integer thresholds ``s_k``, the
-  smallest ``n`` with ``n^(mid-1) mid^k > (M-1)^k mid^(mid-1)``, in integer arithmetic.
+* Exact values: the ceil is exact. The reference evaluates the formula in float64 and decides
+  every value within ``1e-9`` of an integer ``r`` in integers (``n^(mid-1) mid^r`` against
+  ``(M-1)^r mid^(mid-1)``); at ``|δ| = M - 1`` the value is exactly ``mid - 1``.
 * Scores here use the attention-span layout of v2/v3 (``2b`` relative rows, ``share_att_key``
   projections done by the caller); v1 (no buckets) is out of scope.
 
@@ -60,7 +61,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.alibi import _query_key
 from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions
-from posenc_ref.t5 import log_thresholds
+from posenc_ref.t5 import log_ladder
 
 DistanceClamp = Literal["none", "max_relative_positions"]
 PosAttType = Literal["c2p|p2c", "c2p", "p2c"]
@@ -125,13 +126,8 @@ def deberta_bucket(
         delta = np.clip(delta, -(limit - 1), limit - 1)
     mid = buckets // 2
     n = np.abs(delta)
-    largest = int(n.max())
-    count = 1
-    if largest > mid:  # enough thresholds s_0, s_1, ... to pass the largest distance
-        count = int(math.ceil((mid - 1) * math.log(largest / mid) / math.log((limit - 1) / mid))) + 2
-    thresholds = log_thresholds(mid, limit - 1, mid - 1, count, strict=True)  # s_0 .. s_{count-1}
-    magnitude = mid + np.searchsorted(thresholds, n, side="right")  # mid + ceil(...) for n > mid
-    result: NDArray[np.int64] = np.where(n <= mid, delta, np.sign(delta) * magnitude)
+    ladder = log_ladder(np.maximum(n, mid), mid, limit - 1, mid - 1, rounding="ceil")
+    result: NDArray[np.int64] = np.where(n <= mid, delta, np.sign(delta) * (mid + ladder))
     return result
 
 

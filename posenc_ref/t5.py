@@ -29,9 +29,9 @@ Conventions
 * Saturation comes from the cap at ``B - 1``, **not** from clipping the distance: with
   ``(32, 128)`` bidirectional, bucket 15 starts at ``|r| = 91``; causal, bucket 31 at ``113``.
 * Exact values: the buckets are the exact floor of the real-valued formula. The reference
-  computes the integer thresholds :math:`t_k`, the smallest :math:`n` with
-  :math:`n^{B-E} E^k \ge D^k E^{B-E}`, in integer arithmetic, so the boundary distances
-  where the formula is an integer (16, 32, 64 for ``(32, 128)`` bidirectional) are exact.
+  evaluates it in float64 and decides every value within ``1e-9`` of an integer ``r`` in
+  integers (:math:`n^{B-E} E^r \ge D^r E^{B-E}`), so the boundary distances where the formula
+  is an integer (16, 32, 64 for ``(32, 128)`` bidirectional) are exact.
   HF's float32 ``log`` agrees there (the raw values are exactly 2.0, 4.0, 6.0 in float32).
 * ``direction``: ``"bidirectional"`` (HF encoder, ``bidirectional=not is_decoder``; Mesh-TF
   when not ``fully_autoregressive``, prefix-LMs included) or ``"unidirectional"`` (decoder
@@ -72,31 +72,32 @@ DIRECTIONS: Final = ("bidirectional", "unidirectional")
 TABLE_LAYOUTS: Final = ("buckets_heads", "heads_buckets")
 
 
-def log_thresholds(exact: int, limit: int, steps: int, count: int, *, strict: bool) -> NDArray[np.int64]:
-    """Integer thresholds of a log-bucket ladder, computed exactly.
+def log_ladder(n: NDArray[np.int64], exact: int, limit: int, steps: int, *, rounding: Literal["floor", "ceil"]
+               ) -> NDArray[np.int64]:
+    """``floor`` or ``ceil`` of ``steps * ln(n/exact) / ln(limit/exact)``, exactly, for integers ``n >= exact``.
 
-    ``t_k`` (``k = first..``, see below) is the smallest integer ``n`` with
-    ``(n/exact)**steps >= (limit/exact)**k`` (``>`` when ``strict``), i.e. where
-    ``steps * ln(n/exact) / ln(limit/exact)`` reaches ``k``. Returns ``t_1 .. t_count``
-    (``strict=False``, used for floor) or ``t_0 .. t_{count-1}`` (``strict=True``, for ceil).
+    The value is computed in float64; wherever it lies within ``1e-9`` (relative) of an integer
+    ``r``, the side is decided in integers: ``n**steps * exact**r`` against ``limit**r * exact**steps``.
 
     Examples
     --------
-    T5's ``(32, 128)`` bidirectional ladder: bucket ``8 + k`` starts at ``t_k``.
+    At ``n = 16, 32, 64`` the T5 ``(32, 128)`` value is exactly 2, 4, 6:
 
-    >>> log_thresholds(8, 128, 8, 7, strict=False).tolist()
-    [12, 16, 23, 32, 46, 64, 91]
+    >>> log_ladder(np.array([15, 16, 32, 64]), 8, 128, 8, rounding="floor").tolist()
+    [1, 2, 4, 6]
     """
-    first = 0 if strict else 1
-    found = []
-    for k in range(first, first + count):  # loops over buckets, not positions
-        estimate = exact * (limit / exact) ** (k / steps)
-        n = max(exact, int(math.floor(estimate)) - 2)
-        rhs = limit**k * exact**steps
-        while (n**steps * exact**k <= rhs) if strict else (n**steps * exact**k < rhs):
-            n += 1
-        found.append(n)
-    return np.array(found, dtype=np.int64)
+    value = steps * np.log(n / exact) / math.log(limit / exact)
+    nearest = np.rint(value)
+    result: NDArray[np.int64] = (np.floor(value) if rounding == "floor" else np.ceil(value)).astype(np.int64)
+    ambiguous = np.abs(value - nearest) <= 1e-9 * np.maximum(1.0, np.abs(value))
+    # loops over the few distinct distances whose value is (nearly) an integer, not over positions
+    for distance, r in set(zip(n[ambiguous].tolist(), nearest[ambiguous].astype(np.int64).tolist())):
+        lhs, rhs = distance**steps * exact**r, limit**r * exact**steps  # (n/E)^S against (L/E)^r
+        if rounding == "floor":
+            result[n == distance] = r if lhs >= rhs else r - 1
+        else:
+            result[n == distance] = r if lhs <= rhs else r + 1
+    return result
 
 
 def _side(direction: str, num_buckets: int) -> int:
@@ -171,10 +172,8 @@ def t5_bucket(
     else:
         offset = np.zeros_like(rel)
         n = np.maximum(-rel, 0)
-    steps = side - exact
-    thresholds = log_thresholds(exact, max_distance, steps, steps - 1, strict=False)  # (steps - 1,)
-    large = exact + np.searchsorted(thresholds, n, side="right")  # capped at side - 1 by construction
-    buckets: NDArray[np.int64] = offset + np.where(n < exact, n, large)
+    ladder = log_ladder(np.maximum(n, exact), exact, max_distance, side - exact, rounding="floor")
+    buckets: NDArray[np.int64] = offset + np.where(n < exact, n, np.minimum(exact + ladder, side - 1))
     return buckets
 
 
