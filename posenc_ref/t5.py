@@ -166,6 +166,10 @@ def t5_bucket(
     func = "t5_bucket"
     _, max_distance, side, exact = _validate(func, num_buckets, max_distance, direction)
     rel = check_positions(func, "relative_positions", relative_positions, nonnegative=False)
+    return _buckets(rel, max_distance, side, exact, direction)
+
+
+def _buckets(rel: NDArray[np.int64], max_distance: int, side: int, exact: int, direction: str) -> NDArray[np.int64]:
     if direction == "bidirectional":
         offset = np.where(rel > 0, side, 0)
         n = np.abs(rel)
@@ -221,7 +225,7 @@ def t5_bias(
     """
     func = "t5_bias"
     check_choice(func, "table_layout", table_layout, TABLE_LAYOUTS)
-    num_buckets, max_distance, _, _ = _validate(func, num_buckets, max_distance, direction)
+    num_buckets, max_distance, side, exact = _validate(func, num_buckets, max_distance, direction)
     values = check_float_array(func, "table", table, ndim=2)
     per_bucket = values if table_layout == "buckets_heads" else values.T  # (N, H)
     if per_bucket.shape[0] != num_buckets:
@@ -233,6 +237,11 @@ def t5_bias(
         )
     q, k = _query_key(func, query_positions, key_positions)
     rel = k[..., None, :] - q[..., :, None]  # (..., Tq, Tk)
-    buckets = t5_bucket(rel, num_buckets=num_buckets, max_distance=max_distance, direction=direction)
-    bias: NDArray[np.float64] = np.moveaxis(per_bucket[buckets], -1, -3)  # (..., H, Tq, Tk)
+    low, high = int(rel.min()), int(rel.max())
+    if high - low < rel.size:  # the bias depends on r only: one table row per distinct r, then one gather
+        by_distance = per_bucket.T[:, _buckets(np.arange(low, high + 1), max_distance, side, exact, direction)]
+        gathered = by_distance[:, rel - low]  # (H, ..., Tq, Tk)
+    else:
+        gathered = per_bucket.T[:, _buckets(rel, max_distance, side, exact, direction)]
+    bias: NDArray[np.float64] = np.moveaxis(gathered, 0, -3)  # (..., H, Tq, Tk)
     return bias
