@@ -148,3 +148,17 @@ def test_bad_input(call, match, category):
         call()
     assert info.value.category == category
     assert str(info.value).split(":")[0] in ("deberta_bucket", "deberta_index", "deberta_scores")
+
+
+@settings(max_examples=80, deadline=None)
+@given(buckets=st.integers(-2, 300), limit=st.integers(-2, 600),
+       clamp=st.sampled_from(("none", "max_relative_positions", "clip")),
+       rel=st.lists(st.integers(-(10**6), 10**6), max_size=6))
+def test_any_input_gives_odd_buckets_or_a_spec_error(buckets, limit, clamp, rel):
+    try:
+        got = deberta_bucket(rel, position_buckets=buckets, max_relative_positions=limit, distance_clamp=clamp)
+    except SpecError:
+        return
+    np.testing.assert_array_equal(np.sign(got), np.sign(rel))
+    if clamp != "none":
+        assert np.all(np.abs(got) <= 2 * (buckets // 2) - 1)  # the ladder tops out at M - 1

@@ -139,3 +139,24 @@ def test_bad_input(call, match, category):
         call()
     assert info.value.category == category
     assert str(info.value).startswith(("t5_bucket: ", "t5_bias: "))
+
+
+@settings(max_examples=80, deadline=None)
+@given(num_buckets=st.integers(-2, 70), max_distance=st.integers(-2, 300),
+       direction=st.sampled_from(("bidirectional", "unidirectional", "both")),
+       rel=st.lists(st.integers(-(10**6), 10**6), max_size=6))
+def test_any_input_gives_buckets_in_range_or_a_spec_error(num_buckets, max_distance, direction, rel):
+    try:
+        buckets = t5_bucket(rel, num_buckets=num_buckets, max_distance=max_distance, direction=direction)
+    except SpecError:
+        return
+    assert buckets.shape == (len(rel),) and np.all((buckets >= 0) & (buckets < num_buckets))
+
+
+def test_sparse_positions_take_the_direct_path_and_agree():
+    """Positions far apart (few pairs, wide distance range) skip the per-distance table; same values."""
+    table = np.random.default_rng(2).normal(size=(32, 2))
+    q, k = np.array([0, 5000]), np.array([0, 90, 91, 4999, 10000])
+    direct = t5_bias(q, k, table)
+    for a in range(2):
+        np.testing.assert_array_equal(direct[:, a], table[t5_bucket(k - q[a])].T)
