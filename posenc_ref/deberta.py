@@ -36,6 +36,9 @@ Conventions
 * Exact values: the ceil is exact. The reference evaluates the formula in float64 and decides
   every value within ``1e-9`` of an integer ``r`` in integers (``n^(mid-1) mid^r`` against
   ``(M-1)^r mid^(mid-1)``); at ``|δ| = M - 1`` the value is exactly ``mid - 1``.
+* Computation order of the scores: the three dot products are summed, then divided once by
+  ``sqrt(d (1 + n))`` (both codebases divide each term before summing; the difference is a few
+  ulp and within the tolerance).
 * Scores here use the attention-span layout of v2/v3 (``2b`` relative rows, ``share_att_key``
   projections done by the caller); v1 (no buckets) is out of scope.
 
