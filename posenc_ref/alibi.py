@@ -210,7 +210,10 @@ def alibi_bias(
         signed = -np.abs(i - j)
     else:
         signed = -np.abs(i + (k.shape[-1] - q.shape[-1]) - j)
-    bias: NDArray[np.float64] = slopes[:, None, None] * signed[..., None, :, :].astype(np.float64)
+    distance = signed.astype(np.float64)  # (..., Tq, Tk)
+    if distance.ndim > 2:  # batched positions: heads go after the batch axes
+        distance = distance[..., None, :, :]
+    bias: NDArray[np.float64] = slopes[:, None, None] * distance  # (..., H, Tq, Tk)
     return bias
 
 

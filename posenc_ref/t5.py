@@ -238,10 +238,9 @@ def t5_bias(
     q, k = _query_key(func, query_positions, key_positions)
     rel = k[..., None, :] - q[..., :, None]  # (..., Tq, Tk)
     low, high = int(rel.min()), int(rel.max())
-    if high - low < rel.size:  # the bias depends on r only: one table row per distinct r, then one gather
-        by_distance = per_bucket.T[:, _buckets(np.arange(low, high + 1), max_distance, side, exact, direction)]
-        gathered = by_distance[:, rel - low]  # (H, ..., Tq, Tk)
+    if high - low < rel.size:  # buckets depend on r only: evaluate each distinct r once, then look up
+        buckets = _buckets(np.arange(low, high + 1), max_distance, side, exact, direction)[rel - low]
     else:
-        gathered = per_bucket.T[:, _buckets(rel, max_distance, side, exact, direction)]
-    bias: NDArray[np.float64] = np.moveaxis(gathered, 0, -3)  # (..., H, Tq, Tk)
+        buckets = _buckets(rel, max_distance, side, exact, direction)
+    bias: NDArray[np.float64] = np.moveaxis(per_bucket.T[:, buckets], 0, -3)  # (H, ..., Tq, Tk) -> (..., H, Tq, Tk)
     return bias
