@@ -112,13 +112,18 @@ class OpRecord:
     citation: str
     cases: tuple[Case, ...]
     position_inputs: tuple[str, ...] = ()
-    sinusoids: bool = False
-    """The op computes sines/cosines of phases inside (phase outputs imply it): the runner's
-    diagnosis then tries the float32- and float16-angle computations."""
+    intermediates: str = ""
+    """The transcendental intermediates the op computes inside, when its outputs do not show
+    them: ``"angles"`` (sines/cosines of phases) or ``"logarithms"`` (log buckets). Phase
+    outputs imply ``"angles"``. The runner's diagnosis then tries those intermediates computed
+    in float32 and float16."""
 
     @property
-    def computes_angles(self) -> bool:
-        return self.sinusoids or any(out.tolerance == "phase" for out in self.outputs)
+    def low_precision_intermediates(self) -> str:
+        """What the float32/float16 diagnosis calls the op's rounded intermediates ("" for none)."""
+        if self.intermediates:
+            return self.intermediates
+        return "angles" if any(out.tolerance == "phase" for out in self.outputs) else ""
 
     def param(self, name: str) -> Param:
         for p in self.params:

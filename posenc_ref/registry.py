@@ -10,15 +10,18 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import attention, grid2d, learned, relative, rope, sinusoidal
+from posenc_ref.records import alibi, attention, deberta, grid2d, learned, relative, rope, sinusoidal, t5
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,
     *grid2d.RECORDS,
     *learned.RECORDS,
+    *rope.RECORDS,
+    *alibi.RECORDS,
+    *t5.RECORDS,
+    *deberta.RECORDS,
     *relative.RECORDS,
     *attention.RECORDS,
-    *rope.RECORDS,
 )
 
 RETIRED: Final[tuple[tuple[str, str], ...]] = ()

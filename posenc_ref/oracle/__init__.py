@@ -18,7 +18,7 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import absolute, attention, relative, rope
+from posenc_ref.oracle import absolute, attention, bias, relative, rope
 from posenc_ref.oracle._common import DPS, Oracle, to_float64
 
 ORACLES: Final[dict[str, Oracle]] = {
@@ -26,6 +26,7 @@ ORACLES: Final[dict[str, Oracle]] = {
     **attention.ORACLES,
     **relative.ORACLES,
     **rope.ORACLES,
+    **bias.ORACLES,
 }
 
 __all__ = ["DPS", "ORACLES", "Oracle", "expected", "to_float64"]

@@ -220,7 +220,7 @@ def _xl_score_cases() -> tuple[Case, ...]:
 
 
 XL_SCORE = OpRecord(
-    name="transformer_xl.score", family="relative", function=xl.xl_score, sinusoids=True,
+    name="transformer_xl.score", family="relative", function=xl.xl_score, intermediates="angles",
     inputs=("q", "k", "u", "v", "w_r", "q_positions", "k_positions"),
     outputs=(Output("score", "float64", "reduction", _xl_score_scale),),
     params=(Param("base", "float", 10000.0, doc="sinusoid base"),

@@ -7,8 +7,8 @@ own tolerance):
 * every other value of each convention parameter of the op (``layout``, ``ladder``, ...) and
   the listed suspect values of other parameters (a table ``offset`` of 0 or 2, ...);
 * positions shifted by +1 and -1 (off-by-one origins), for each position input;
-* the reference computed with float32 angles (when the adapter claims float64) and with
-  float16 angles.
+* the reference computed with float32 intermediates (angles, logarithms; when the adapter
+  claims float64) and with float16 intermediates, for ops that compute them.
 """
 
 from __future__ import annotations
@@ -39,11 +39,12 @@ def _alternatives(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, 
             label = "positions" if group == ("positions",) else " and ".join(group)
             sign = "+" if delta > 0 else "-"
             yield f"matches the reference with {label} {sign} 1 (off by one)", dict(params), shifted, None
-    if op.name in EMULATIONS and op.computes_angles:
+    what = op.low_precision_intermediates
+    if op.name in EMULATIONS and what:
         angle_dtypes: tuple[Dtype, ...] = ("float32", "float16") if dtype == "float64" else ("float16",)
         for angles in angle_dtypes:
             note = " (the adapter declares float64)" if angles == "float32" else ""
-            yield f"matches the reference computed with {angles} angles{note}", dict(params), inputs, angles
+            yield f"matches the reference computed with {angles} {what}{note}", dict(params), inputs, angles
 
 
 def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],

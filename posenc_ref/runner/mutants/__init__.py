@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from posenc_ref.runner.mutants import absolute, attention, relative, rope
+from posenc_ref.runner.mutants import absolute, attention, bias, relative, rope
 from posenc_ref.runner.mutants._common import Mutant
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
@@ -19,6 +19,7 @@ MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
     *attention.MUTANTS,
     *relative.MUTANTS,
     *rope.MUTANTS,
+    *bias.MUTANTS,
 )}
 
 __all__ = ["MUTANTS", "Mutant"]

@@ -1,0 +1,246 @@
+r"""T5 relative attention bias: the bucket function and the per-head bias lookup.
+
+Formula
+-------
+The relative position is :math:`r = j - i` (key minus query; Mesh-TF's "memory_position -
+query_position"). With :math:`N` = ``num_buckets`` and :math:`D` = ``max_distance``:
+
+* bidirectional: :math:`B = \lfloor N/2 \rfloor` buckets per side, offset :math:`B` when
+  :math:`r > 0`, :math:`n = |r|`;
+* unidirectional (causal decoder): :math:`B = N`, :math:`n = \max(-r, 0)` (future keys share
+  bucket 0).
+
+With :math:`E = \lfloor B/2 \rfloor` (the exact region):
+
+.. math::
+
+    \text{bucket}(n) = \begin{cases} n & n < E \\
+    \min\!\left(B - 1,\; E + \left\lfloor \dfrac{\ln(n/E)}{\ln(D/E)}\,(B - E) \right\rfloor\right) & n \ge E
+    \end{cases}
+
+(Raffel et al. 2020, arXiv:1910.10683, section 2.1; the formula is the code's, Mesh TensorFlow
+``_relative_position_bucket``). ``bias[h, i, j] = table[bucket(j - i), h]`` is added to the
+*unscaled* logits (T5 attention has no ``1/sqrt(d)``).
+
+Conventions
+-----------
+* Sign: ``r = j - i``. Rounding: truncation toward zero (the argument is >= 0), unlike
+  DeBERTa's ceil (:mod:`posenc_ref.deberta`).
+* Saturation comes from the cap at ``B - 1``, **not** from clipping the distance: with
+  ``(32, 128)`` bidirectional, bucket 15 starts at ``|r| = 91``; causal, bucket 31 at ``113``.
+* Exact values: the buckets are the exact floor of the real-valued formula. The reference
+  evaluates it in float64 and decides every value within ``1e-9`` of an integer ``r`` in
+  integers (:math:`n^{B-E} E^r \ge D^r E^{B-E}`), so the boundary distances where the formula
+  is an integer (16, 32, 64 for ``(32, 128)`` bidirectional) are exact.
+  HF's float32 ``log`` agrees there (the raw values are exactly 2.0, 4.0, 6.0 in float32).
+* ``direction``: ``"bidirectional"`` (HF encoder, ``bidirectional=not is_decoder``; Mesh-TF
+  when not ``fully_autoregressive``, prefix-LMs included) or ``"unidirectional"`` (decoder
+  self-attention).
+* ``table_layout``: ``"buckets_heads"`` (HF ``nn.Embedding(num_buckets, H)``) or
+  ``"heads_buckets"`` (flaxformer/T5X ``(H, num_buckets)``): a weight-conversion trap.
+* Decoding with a cache: query positions start at the cache length; cross-attention uses
+  separate key positions. HF puts no bias in cross-attention (transformers#8518).
+
+Differences from common implementations
+----------------------------------------
+* flaxformer adds float32 ``eps`` inside the log; the buckets agree with the exact ones for
+  every non-degenerate ``(num_buckets, max_distance)`` checked (notes, convention 18).
+* candle's first port had no cap (huggingface/candle#1312); MLX's first port had wrong
+  buckets (ml-explore/mlx-examples#113).
+* The table lives in layer 0 of each stack and is shared (T5, LongT5) or owned by every layer
+  (UMT5); that is model structure, outside this op.
+
+Derivation claims relied on (``posenc_ref.derivations``, derivations issue): buckets are
+monotone in ``|r|`` on each side and equal ``|r|`` on the exact region (``t5_bucket_monotone``,
+``t5_bucket_exact_region``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref.alibi import _query_key
+from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions
+
+Direction = Literal["bidirectional", "unidirectional"]
+TableLayout = Literal["buckets_heads", "heads_buckets"]
+DIRECTIONS: Final = ("bidirectional", "unidirectional")
+TABLE_LAYOUTS: Final = ("buckets_heads", "heads_buckets")
+
+
+def log_ladder(n: NDArray[np.int64], exact: int, limit: int, steps: int, *, rounding: Literal["floor", "ceil"]
+               ) -> NDArray[np.int64]:
+    """``floor`` or ``ceil`` of ``steps * ln(n/exact) / ln(limit/exact)``, exactly, for integers ``n >= exact``.
+
+    The value is computed in float64; wherever it lies within ``1e-9`` (relative) of an integer
+    ``r``, the side is decided in integers: ``n**steps * exact**r`` against ``limit**r * exact**steps``.
+
+    Examples
+    --------
+    At ``n = 16, 32, 64`` the T5 ``(32, 128)`` value is exactly 2, 4, 6:
+
+    >>> log_ladder(np.array([15, 16, 32, 64]), 8, 128, 8, rounding="floor").tolist()
+    [1, 2, 4, 6]
+    """
+    value = steps * np.log(n / exact) / math.log(limit / exact)
+    nearest = np.rint(value)
+    result: NDArray[np.int64] = (np.floor(value) if rounding == "floor" else np.ceil(value)).astype(np.int64)
+    ambiguous = np.abs(value - nearest) <= 1e-9 * np.maximum(1.0, np.abs(value))
+    # loops over the few distinct distances whose value is (nearly) an integer, not over positions
+    for distance, r in set(zip(n[ambiguous].tolist(), nearest[ambiguous].astype(np.int64).tolist())):
+        lhs, rhs = distance**steps * exact**r, limit**r * exact**steps  # (n/E)^S against (L/E)^r
+        if rounding == "floor":
+            result[n == distance] = r if lhs >= rhs else r - 1
+        else:
+            result[n == distance] = r if lhs <= rhs else r + 1
+    return result
+
+
+def _side(direction: str, num_buckets: int) -> int:
+    return num_buckets // 2 if direction == "bidirectional" else num_buckets
+
+
+def _validate(func: str, num_buckets: Any, max_distance: Any, direction: Any) -> tuple[int, int, int, int]:
+    check_choice(func, "direction", direction, DIRECTIONS)
+    num_buckets = check_int(func, "num_buckets", num_buckets, minimum=1)
+    max_distance = check_int(func, "max_distance", max_distance, minimum=1)
+    side = _side(direction, num_buckets)
+    if side < 2:
+        need = 4 if direction == "bidirectional" else 2
+        raise SpecError(
+            f"{func}: num_buckets must be >= {need} under direction={direction!r} to hold an exact region "
+            f"and a log region, got num_buckets={num_buckets}"
+        )
+    exact = side // 2
+    if max_distance <= exact:
+        raise SpecError(
+            f"{func}: max_distance must be above the exact region (> {exact} for num_buckets={num_buckets}, "
+            f"direction={direction!r}; the log ratio ln(max_distance/{exact}) must be > 0), "
+            f"got max_distance={max_distance}"
+        )
+    return num_buckets, max_distance, side, exact
+
+
+def t5_bucket(
+    relative_positions: Any,
+    /,
+    *,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    direction: Direction = "bidirectional",
+) -> NDArray[np.int64]:
+    """T5 buckets of relative positions ``r = j - i``.
+
+    Parameters
+    ----------
+    relative_positions
+        Integers ``j - i``, any shape.
+    num_buckets
+        ``N``: >= 4 bidirectional, >= 2 unidirectional.
+    max_distance
+        ``D``: above the exact region ``E``.
+    direction
+        ``"bidirectional"`` or ``"unidirectional"``.
+
+    Returns
+    -------
+    ndarray, same shape, int64, values in ``[0, N)``
+
+    Raises
+    ------
+    SpecError
+        ``num_buckets`` too small for an exact and a log region, ``max_distance <= E``, an
+        unknown direction, non-integer or empty input.
+
+    Examples
+    --------
+    The bidirectional ``(32, 128)`` buckets of ``r = -10..10`` (negative: 0..15, positive: 16..31):
+
+    >>> t5_bucket(np.arange(-10, 11)).tolist()
+    [8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 17, 18, 19, 20, 21, 22, 23, 24, 24, 24]
+    """
+    func = "t5_bucket"
+    _, max_distance, side, exact = _validate(func, num_buckets, max_distance, direction)
+    rel = check_positions(func, "relative_positions", relative_positions, nonnegative=False)
+    return _buckets(rel, max_distance, side, exact, direction)
+
+
+def _buckets(rel: NDArray[np.int64], max_distance: int, side: int, exact: int, direction: str) -> NDArray[np.int64]:
+    if direction == "bidirectional":
+        offset = np.where(rel > 0, side, 0)
+        n = np.abs(rel)
+    else:
+        offset = np.zeros_like(rel)
+        n = np.maximum(-rel, 0)
+    ladder = log_ladder(np.maximum(n, exact), exact, max_distance, side - exact, rounding="floor")
+    buckets: NDArray[np.int64] = offset + np.where(n < exact, n, np.minimum(exact + ladder, side - 1))
+    return buckets
+
+
+def t5_bias(
+    query_positions: Any,
+    key_positions: Any,
+    table: Any,
+    /,
+    *,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    direction: Direction = "bidirectional",
+    table_layout: TableLayout = "buckets_heads",
+) -> NDArray[np.float64]:
+    """T5 bias ``table[bucket(j - i), h]`` for explicit query and key positions.
+
+    Parameters
+    ----------
+    query_positions, key_positions
+        Integer positions >= 0, shapes ``(..., Tq)`` and ``(..., Tk)`` with equal leading
+        shapes (with a cache, queries start at the cache length).
+    table
+        The learned bias table: ``(num_buckets, H)`` under ``"buckets_heads"``, ``(H,
+        num_buckets)`` under ``"heads_buckets"``.
+    num_buckets, max_distance, direction
+        See :func:`t5_bucket`.
+    table_layout
+        ``"buckets_heads"`` (HF) or ``"heads_buckets"`` (flaxformer/T5X).
+
+    Returns
+    -------
+    ndarray, shape (..., H, Tq, Tk), float64
+
+    Raises
+    ------
+    SpecError
+        Bad parameters, a table whose shape does not match ``num_buckets`` and the layout,
+        bad positions or mismatched leading shapes.
+
+    Examples
+    --------
+    >>> table = np.arange(32.0)[:, None]  # one head, bias = bucket number
+    >>> t5_bias([0, 1], [0, 1], table).tolist()
+    [[[0.0, 17.0], [1.0, 0.0]]]
+    """
+    func = "t5_bias"
+    check_choice(func, "table_layout", table_layout, TABLE_LAYOUTS)
+    num_buckets, max_distance, side, exact = _validate(func, num_buckets, max_distance, direction)
+    values = check_float_array(func, "table", table, ndim=2)
+    per_bucket = values if table_layout == "buckets_heads" else values.T  # (N, H)
+    if per_bucket.shape[0] != num_buckets:
+        expected = "(num_buckets, H)" if table_layout == "buckets_heads" else "(H, num_buckets)"
+        raise SpecError(
+            f"{func}: table must have shape {expected} under table_layout={table_layout!r} with "
+            f"num_buckets={num_buckets}, got shape {values.shape}",
+            category="invalid_shape",
+        )
+    q, k = _query_key(func, query_positions, key_positions)
+    rel = k[..., None, :] - q[..., :, None]  # (..., Tq, Tk)
+    low, high = int(rel.min()), int(rel.max())
+    if high - low < rel.size:  # buckets depend on r only: evaluate each distinct r once, then look up
+        buckets = _buckets(np.arange(low, high + 1), max_distance, side, exact, direction)[rel - low]
+    else:
+        buckets = _buckets(rel, max_distance, side, exact, direction)
+    bias: NDArray[np.float64] = np.moveaxis(per_bucket.T[:, buckets], 0, -3)  # (H, ..., Tq, Tk) -> (..., H, Tq, Tk)
+    return bias
