@@ -19,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from posenc_ref.derivations import attention, relative, rope, sinusoidal
+from posenc_ref.derivations import attention, bias, relative, rope, sinusoidal
 from posenc_ref.derivations._claim import Claim, Derivation
 
 CLAIMS: Final[tuple[Claim, ...]] = (
     *sinusoidal.CLAIMS,
     *rope.CLAIMS,
+    *bias.CLAIMS,
     *relative.CLAIMS,
     *attention.CLAIMS,
 )
