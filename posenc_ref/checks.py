@@ -248,7 +248,7 @@ def order_check(
     w_k: Any = None,
     atol: float = 1e-9,
 ) -> OrderCheck:
-    """The order test: does attention tell a token at ``first`` from its copy at ``second``?
+    """The order test: can attention tell a token at ``first`` from its copy at ``second``.
 
     With no position information, the two copies have the same query, hence the same attention
     weights over every key: the model cannot know which comes first. Added position encodings
