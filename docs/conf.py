@@ -34,7 +34,7 @@ myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 
 # Math: MathJax 3 SVG from the build tree (docs/build.py installs it); the default is a CDN.
-html_static_path = ["_static", "_build/vendor"]
+html_static_path = ["_build/vendor"]
 mathjax_path = "mathjax/tex-svg.js"
 
 # API reference: numpydoc layout, docstring validation during the build.
