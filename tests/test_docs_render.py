@@ -105,6 +105,19 @@ def test_api_page_lists_every_scheme_module(conf):
     assert conf.API_MARKER in (DOCS / "api.md").read_text(encoding="utf-8")
 
 
+def test_api_page_lists_every_family_module(conf):
+    import pkgutil
+
+    import posenc_ref.oracle
+
+    rst = conf.family_api_rst()
+    for info in pkgutil.iter_modules(posenc_ref.oracle.__path__):
+        if not info.name.startswith("_"):
+            assert f".. automodule:: posenc_ref.oracle.{info.name}" in rst
+    assert conf.FAMILY_MARKER in (DOCS / "api.md").read_text(encoding="utf-8")
+    assert "posenc_ref.oracle.absolute.sinusoidal_table" in conf.public_objects()
+
+
 def test_included_conformance_links_are_rewritten(conf):
     text = ("[guide](../docs/tolerance.md) [adapter](examples/float32_adapter.py) "
             "[web](https://example.org/x.md) [here](#statuses)")
