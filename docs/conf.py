@@ -27,7 +27,7 @@ extensions = [
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build", "figures/README.md", "lab/README.md"]
+exclude_patterns = ["_build", "figures/README.md"]
 
 # MyST: $...$ and $$...$$ math, labelled equations, heading anchors for links like page.md#section.
 myst_enable_extensions = ["dollarmath", "amsmath"]
