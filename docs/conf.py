@@ -144,10 +144,11 @@ _STARRED_SHAPE = re.compile(r"\((\*)(?=\w)")
 
 
 def _prepare_docstring(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
-    # The module docstrings are the scheme pages' spec text, shown on those pages; the API page
-    # shows the functions only.
+    # A scheme module's docstring is its spec text, which the scheme's page presents; the API
+    # page shows its functions only. Other modules keep their docstrings as an introduction.
     if what == "module":
-        lines.clear()
+        if name in scheme_modules() or name in family_modules():
+            lines.clear()
         return
     # Shapes are written "(*positions.shape, dim)" in Returns types; escape the star for RST.
     lines[:] = [_STARRED_SHAPE.sub(r"(\\*", line) for line in lines]
