@@ -113,23 +113,30 @@ def _source_read(app: Any, docname: str, source: list[str]) -> None:
         source[0] = source[0].replace(API_MARKER, scheme_api_rst()).replace(FAMILY_MARKER, family_api_rst())
 
 
-_LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s]+)\)")
+_LINK = re.compile(r"\[([^\]]*)\]\((?!https?:|mailto:|#)([^)\s]+)\)")
 
 
 def include_links(relative_path: str, text: str) -> str:
     """Rewrite the relative links of a Markdown file included from outside ``docs/``.
 
-    A link into ``docs/`` (``../docs/tolerance.md``) becomes the page; a link to any other file
-    of the repository (``examples/float32_adapter.py``) becomes a download of that file, so the
-    included page reads the same on GitHub and in the site.
+    A link into ``docs/`` (``../docs/tolerance.md#the-rule``) becomes the page (and anchor); a
+    link to any other file of the repository (``examples/float32_adapter.py``) becomes a download
+    of that file; a link to a folder becomes its path in code. The included file reads the same
+    on GitHub and in the site.
     """
     folder = Path(relative_path).parent.as_posix()
 
     def fix(match: re.Match[str]) -> str:
-        target = (DOCS / folder / match.group(1)).resolve()
+        label, url = match.group(1), match.group(2)
+        path, _, fragment = url.partition("#")
+        target = (DOCS / folder / path).resolve()
+        anchor = f"#{fragment}" if fragment else ""
         if DOCS in target.parents and target.suffix == ".md":
-            return f"]({target.relative_to(DOCS).as_posix()})"
-        return f"](path:{Path('..', target.relative_to(DOCS.parent)).as_posix()})"
+            return f"[{label}]({target.relative_to(DOCS).as_posix()}{anchor})"
+        repo_path = Path("..", target.relative_to(DOCS.parent)).as_posix()
+        if target.is_dir():
+            return f"{label} (`{target.relative_to(DOCS.parent).as_posix()}/`)"
+        return f"[{label}](path:{repo_path})"
 
     return _LINK.sub(fix, text)
 

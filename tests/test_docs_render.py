@@ -119,11 +119,11 @@ def test_api_page_lists_every_family_module(conf):
 
 
 def test_included_conformance_links_are_rewritten(conf):
-    text = ("[guide](../docs/tolerance.md) [adapter](examples/float32_adapter.py) "
-            "[web](https://example.org/x.md) [here](#statuses)")
+    text = ("[guide](../docs/tolerance.md#the-rule) [adapter](examples/float32_adapter.py) "
+            "[examples](examples/) [web](https://example.org/x.md) [here](#statuses)")
     assert conf.include_links("../conformance/README.md", text) == (
-        "[guide](tolerance.md) [adapter](path:../conformance/examples/float32_adapter.py) "
-        "[web](https://example.org/x.md) [here](#statuses)")
+        "[guide](tolerance.md#the-rule) [adapter](path:../conformance/examples/float32_adapter.py) "
+        "examples (`conformance/examples/`) [web](https://example.org/x.md) [here](#statuses)")
 
 
 def test_mathjax_is_pinned_not_committed():
