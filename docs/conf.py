@@ -108,7 +108,28 @@ def family_api_rst() -> str:
     return "```{eval-rst}\n" + "\n".join(blocks) + "```\n"
 
 
+def outside_links(docname: str, text: str) -> str:
+    """Rewrite a page's links to files outside ``docs/`` (``../benchmarks/x.py``) as downloads.
+
+    Links between pages are left to MyST, which checks them.
+    """
+    folder = (DOCS / docname).parent
+
+    def fix(match: re.Match[str]) -> str:
+        label, url = match.group(1), match.group(2)
+        path = url.partition("#")[0]
+        target = (folder / path).resolve()
+        if not path or target == DOCS or DOCS in target.parents:
+            return match.group(0)
+        if target.is_dir():
+            return f"{label} (`{target.relative_to(DOCS.parent).as_posix()}/`)"
+        return f"[{label}](path:{Path(path).as_posix()})"
+
+    return _LINK.sub(fix, text)
+
+
 def _source_read(app: Any, docname: str, source: list[str]) -> None:
+    source[0] = outside_links(docname, source[0])
     if docname == "api":
         source[0] = source[0].replace(API_MARKER, scheme_api_rst()).replace(FAMILY_MARKER, family_api_rst())
 

@@ -126,6 +126,12 @@ def test_included_conformance_links_are_rewritten(conf):
         "examples (`conformance/examples/`) [web](https://example.org/x.md) [here](#statuses)")
 
 
+def test_links_leaving_docs_become_downloads(conf):
+    text = "[bench](../../benchmarks/bench_absolute.py) [page](../sinusoidal.md#formula) [c](../../conformance/)"
+    assert conf.outside_links("lab/index", text) == (
+        "[bench](path:../../benchmarks/bench_absolute.py) [page](../sinusoidal.md#formula) c (`conformance/`)")
+
+
 def test_mathjax_is_pinned_not_committed():
     build = _load("build")
     assert build.MATHJAX == "mathjax@3.2.2" and len(build.MATHJAX_SHA256) == 64
