@@ -14,7 +14,8 @@ Per page:
 
 Each page is opened from a copy of the site into which a small script is injected: after the
 ``load`` event and MathJax's first typeset it writes what it saw into the page, and Chromium's
-``--dump-dom`` returns the result. Chromium runs inside ``unshare -n`` (a network namespace with
+``--dump-dom`` returns the result. ``--negative-control`` then breaks a copy of the site (MathJax
+removed, one figure deleted) and requires the check to catch both. Chromium runs inside ``unshare -n`` (a network namespace with
 only loopback) where that is allowed, and always with every host name mapped to nothing, so a
 page that needs the network fails instead of fetching.
 """
@@ -209,8 +210,10 @@ def _inject(html_text: str) -> str:
     return html_text[:index] + PROBE + html_text[index:]
 
 
-def check_site(site: Path, *, jobs: int = 2) -> list[PageResult]:
+def check_site(site: Path, *, jobs: int = 2, only: list[Path] | None = None) -> list[PageResult]:
     paths = sorted(p for p in site.rglob("*.html") if p.relative_to(site).parts[0] not in ("_static", "_sources"))
+    if only is not None:
+        paths = [p for p in paths if p in only]
     pages = {path: parse_page(path) for path in paths}
     link_problems = check_links(site, pages)
     chromium, prefix = _chromium(), _offline_prefix()
@@ -248,10 +251,30 @@ def summary(results: Iterable[PageResult]) -> tuple[str, bool]:
     return "\n".join(lines), ok
 
 
+def negative_control(site: Path) -> tuple[str, bool]:
+    """Break a copy of the site (no MathJax, one figure deleted) and check that both are caught."""
+    pages = {path: parse_page(path) for path in sorted(site.glob("*.html"))}
+    page = next((path for path, parsed in pages.items() if parsed.math and parsed.images), None)
+    if page is None:
+        return "negative control: no page with both math and figures", False
+    with tempfile.TemporaryDirectory() as tmp:
+        broken = Path(tmp) / "site"
+        shutil.copytree(site, broken)
+        (broken / "_static" / "mathjax" / "tex-svg.js").unlink()
+        image = next(u for u in pages[page].resources if u.endswith(".svg") and not _is_external(u))
+        (broken / page.relative_to(site)).parent.joinpath(unquote(urlsplit(image).path)).unlink()
+        [result] = check_site(broken, jobs=1, only=[broken / page.relative_to(site)])
+    caught = [needle for needle in ("not typeset", "figure did not load") if any(needle in p for p in result.problems)]
+    ok = len(caught) == 2
+    return f"negative control on {page.name} without MathJax and one figure: caught {caught}", ok
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("site", nargs="?", default=str(Path(__file__).resolve().parent / "_build" / "html"))
     parser.add_argument("--jobs", type=int, default=2, help="pages rendered at once (default 2)")
+    parser.add_argument("--negative-control", action="store_true",
+                        help="also break a copy of the site and check that the failures are caught")
     args = parser.parse_args(argv)
     site = Path(args.site)
     if not (site / "index.html").is_file():
@@ -259,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     text, ok = summary(check_site(site, jobs=args.jobs))
     print(text)
+    if args.negative_control:
+        control, control_ok = negative_control(site)
+        print(control)
+        ok = ok and control_ok
     return 0 if ok else 1
 
 
