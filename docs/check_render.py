@@ -14,10 +14,12 @@ Per page:
 
 Each page is opened from a copy of the site into which a small script is injected: after the
 ``load`` event and MathJax's first typeset it writes what it saw into the page, and Chromium's
-``--dump-dom`` returns the result. ``--negative-control`` then breaks a copy of the site (MathJax
-removed, one figure deleted) and requires the check to catch both. Chromium runs inside ``unshare -n`` (a network namespace with
+``--dump-dom`` returns the result. Chromium runs inside ``unshare -n`` (a network namespace with
 only loopback) where that is allowed, and always with every host name mapped to nothing, so a
 page that needs the network fails instead of fetching.
+
+``--negative-control`` then breaks a copy of the site (MathJax removed, one figure deleted) and
+requires the check to catch both.
 """
 
 from __future__ import annotations
