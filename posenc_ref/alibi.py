@@ -169,10 +169,12 @@ def alibi_bias(
     query_positions, key_positions
         Integer positions >= 0, shapes ``(..., Tq)`` and ``(..., Tk)`` with equal leading
         (batch) shapes; ``Tq != Tk`` and offsets are allowed.
-    num_heads, slope_rule, bias_max
+    num_heads
         See :func:`alibi_slopes`.
     form
         ``"relative_causal"``, ``"key_only"``, ``"symmetric"`` or ``"bottom_right"`` (module notes).
+    slope_rule, bias_max
+        See :func:`alibi_slopes`.
 
     Returns
     -------

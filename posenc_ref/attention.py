@@ -45,7 +45,7 @@ Conventions
   will be zero", ONNX ``Attention`` after the 2026 errata onnx/onnx#8068); ``"nan"`` (plain
   softmax ``0/0``: torch SDPA before 2.5, the ONNX reference evaluator before the errata);
   ``"uniform"`` (weights ``1/Tk`` over every key, output the mean of V: a finite fill such
-  as HF eager ``finfo.min`` or ONNX Runtime's ``-1e30``); ``"error"`` (a :class:`SpecError`
+  as HF eager ``finfo.min`` or ONNX Runtime's ``-1e30``); ``"error"`` (a :class:`~posenc_ref.errors.SpecError`
   naming the first such row). Causal top-left with ``Tq > Tk`` never empties a row;
   bottom-right does (flash-attn's README example).
 * **Softmax** subtracts the row maximum over kept entries before ``exp``; masked entries get
@@ -72,6 +72,7 @@ required whenever ``qk_transform`` or ``logits_term`` is given; masks never read
     raw dot product *before* the scale (Shaw's ``q . a^K_ij``, Transformer-XL's terms (b)-(d),
     DeBERTa's c2p/p2c with ``scale = 1/sqrt(3D)``). The optional ``u`` is broadcastable to
     (B, H, Tq, Tk', D) and is added to the values under the weights (Shaw's ``a^V_ij``).
+
 Additive absolute encodings act before the Q/K/V projections, so they live in
 :mod:`posenc_ref.attention_pipeline`.
 

@@ -154,6 +154,16 @@ class OpRecord:
         return {out.name: np.asarray(v) for out, v in zip(self.outputs, values)}
 
 
+_ErrorRow = tuple[str, Mapping[str, Any], Any, ErrorCategory, str]
+"""``(name, params, inputs, category, why)`` of one error case."""
+
+
+def error_cases(prefix: str, rows: list[_ErrorRow]) -> list[Case]:
+    """Error cases ``<prefix>.error.<name>``, each expecting its category, commented ``error: why``."""
+    return [Case(f"{prefix}.error.{name}", params, inputs, f"error: {why}", kind="error", error=category)
+            for name, params, inputs, category, why in rows]
+
+
 def case_rng(case_id: str) -> np.random.Generator:
     """A PCG64 generator seeded by the first 8 bytes of ``sha256(case_id)``."""
     seed = int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:8], "little")

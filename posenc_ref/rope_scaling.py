@@ -160,7 +160,7 @@ def rope_inv_freq(
     base
         ``rope_theta`` (> 0; > 1 for ``yarn``).
     rope_type
-        One of :data:`ROPE_TYPES` (see the module notes for each formula).
+        One of ``ROPE_TYPES`` (see the module notes for each formula).
     factor
         Scale ``s``: required (>= 1) for linear, ntk_aware, dynamic, yarn, llama3, longrope
         (any > 0 there); ``proportional`` defaults to 1.

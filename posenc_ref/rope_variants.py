@@ -77,12 +77,14 @@ def rope_xpos(
         Shape (B, H, T, D) or (B, T, H, D), the same shape.
     positions
         Integer positions >= 0, shape (T,) or (B, T).
-    base, layout, x_layout
-        As in :func:`posenc_ref.rope.rope_apply` (whole head rotated).
+    base
+        ``rope_theta``, as in :func:`posenc_ref.rope.rope_apply`.
     scale_base
         ``B`` (512 in both libraries), > 0.
     centring
         ``"lucidrains"`` or ``"torchscale"`` (module notes).
+    layout, x_layout
+        As in :func:`posenc_ref.rope.rope_apply` (whole head rotated).
 
     Returns
     -------

@@ -211,10 +211,12 @@ def sinusoidal_table(
     positions
         Integer positions, any shape (whole-number floats accepted); ``positions +
         position_offset`` must be >= 0.
-    dim, base, ladder, odd_width
+    dim, base, ladder
         See :func:`sinusoidal_frequencies`.
     layout
         ``"interleaved"``, ``"concat_sin_cos"`` or ``"concat_cos_sin"``.
+    odd_width
+        See :func:`sinusoidal_frequencies`.
     position_offset
         Added to every position first (marian-nmt ``start``, t2t ``start_index``).
     scale
@@ -302,10 +304,12 @@ def fairseq_sinusoidal(
 
     Parameters
     ----------
-    tokens, padding_idx, past_length
+    tokens
         See :func:`fairseq_positions`.
     dim
         Width, >= 4 (fairseq divides by ``dim // 2 - 1``); odd widths get a zero last column.
+    padding_idx, past_length
+        See :func:`fairseq_positions`.
     base
         Ladder base (10000).
 

@@ -60,6 +60,8 @@ def render_index() -> str:
         result = verdict(name)
         link = f"[`{name}`]({name}.md)" if any(c.name == name for c in CLAIMS) else f"`{name}`"
         lines.append(f"| {link} | {result.status} | {result.detail} |")
+    # The documentation site (Sphinx + MyST) lists the claim pages under this one.
+    lines += ["", "```{toctree}", ":hidden:", ""] + [claim.name for claim in CLAIMS] + ["```"]
     return "\n".join(lines) + "\n"
 
 

@@ -20,8 +20,8 @@ from numpy.typing import NDArray
 from posenc_ref import rope as rp
 from posenc_ref import rope_scaling as rs
 from posenc_ref import rope_variants as rv
-from posenc_ref.opspec import Case, OpRecord, Output, Param
-from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS, errors
+from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
+from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS
 from posenc_ref.records.rope_scaling import RECORDS as SCALING_RECORDS
 
 CITATION = "Su et al. 2021, RoFormer, arXiv:2104.09864, section 3.4.2 (eq. 34)"
@@ -151,7 +151,7 @@ def _cos_sin_cases() -> tuple[Case, ...]:
              _table_inputs([[0, 0, 1, 2], [5, 3, 3, 8191]], dim=32),
              "(B, T) positions, repeated and non-monotonic", kind="edge"),
     ]
-    cases += errors(p, [
+    cases += error_cases(p, [
         ("negative_position", {"width": "half"}, _table_inputs([1, -1], dim=8), "invalid_argument",
          "a negative position"),
         ("inv_freq_2d", {"width": "half"}, {"positions": np.array([1]), "inv_freq": np.ones((2, 2))},
@@ -220,7 +220,7 @@ def _apply_cases() -> tuple[Case, ...]:
         Case(f"{p}.interleaved_to_half.rotary32.d64", {"layout": "interleaved_to_half", "rotary_dim": 32},
              _x((1, 1, 3, 64), [0, 5, 4095]), "DeepSeek-V3 order on a rope-part prefix", kind="edge"),
     ]
-    cases += errors(p, [
+    cases += error_cases(p, [
         ("odd_rotary_dim", {"rotary_dim": 5}, _x((1, 1, 2, 8), [0, 1]), "invalid_argument", "odd rotary dim"),
         ("rotary_dim_above_head_dim", {"rotary_dim": 16}, _x((1, 1, 2, 8), [0, 1]), "invalid_argument",
          "rotary_dim > head dim"),
@@ -284,7 +284,7 @@ def _scores_cases() -> tuple[Case, ...]:
              _qk((1, 1, 2, 64), (1, 1, 3, 64), [8191, 8192], [4095, 8000, 8192]),
              "xPos at offsets up to 4097", kind="long_position", flags=("LongPosition",)),
     ]
-    cases += errors(p, [
+    cases += error_cases(p, [
         ("head_mismatch", {}, _qk((1, 2, 2, 8), (1, 3, 2, 8), [0, 1], [0, 1]), "invalid_shape",
          "q and k with different head counts"),
         ("k_positions_wrong_length", {}, _qk((1, 1, 2, 8), (1, 1, 3, 8), [0, 1], [0, 1]), "invalid_shape",
@@ -365,7 +365,7 @@ XPOS = OpRecord(
              "positions near 4096 in a window of 4", kind="long_position", flags=("LongPosition",)),
         Case("rope.xpos.half.bthd", {"layout": "half", "x_layout": "BTHD"}, _qk_window((2, 6, 2, 16), range(6)),
              "half-split pairs, (B, T, H, D)"),
-    ] + errors("rope.xpos", [
+    ] + error_cases("rope.xpos", [
         ("scale_base_zero", {"scale_base": 0.0}, _qk_window((1, 1, 2, 8), [0, 1]), "invalid_argument",
          "scale_base <= 0"),
         ("unknown_centring", {"centring": "middle"}, _qk_window((1, 1, 2, 8), [0, 1]), "invalid_argument",

@@ -8,18 +8,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope_scaling as rs
-from posenc_ref.errors import ErrorCategory
-from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
 
 BASES = (1e4, 5e5, 1e6, 1.5e5)
 HEAD_DIMS = (64, 128, 80, 96)
 BASE = Param("base", "float", 10000.0, doc="rope_theta (transformers), base (vLLM), freq_base (ggml)")
-
-
-def errors(prefix: str, rows: list[tuple[str, dict[str, Any], Any, ErrorCategory, str]]) -> list[Case]:
-    """Error cases ``<prefix>.error.<name>`` from (name, params, inputs, category, why) rows."""
-    return [Case(f"{prefix}.error.{name}", params, inputs, f"error: {why}", kind="error", error=category)
-            for name, params, inputs, category, why in rows]
 
 
 # --- rope.inv_freq -------------------------------------------------------------------------
@@ -109,7 +102,7 @@ def _inv_freq_cases() -> tuple[Case, ...]:
     cases += [Case(f"{p}.dynamic.L{length}", {**DYN, "context_length": length}, {},
                    f"dynamic NTK threshold: L = M{sign} rescales only when L > M", kind="edge")
               for length, sign in ((4095, " - 1"), (4096, ""), (4097, " + 1"))]
-    cases += errors(p, [
+    cases += error_cases(p, [
         ("odd_dim", {"dim": 7}, {}, "invalid_argument", "odd rotary dim"),
         ("unknown_rope_type", {"dim": 8, "rope_type": "su"}, {}, "invalid_argument",
          "unknown rope_type (the message lists the valid ones)"),
@@ -218,7 +211,7 @@ LONGROPE = OpRecord(
              _factor_lists(48), "vLLM ignores the explicit attention_factor: sqrt(1 + ln 32 / ln 4096)"),
         Case("rope.longrope_inv_freq.factor_below_1", {**PHI3, "factor": 0.5, "context_length": 10},
              _factor_lists(48), "s <= 1: attention factor 1", kind="edge"),
-    ] + errors("rope.longrope_inv_freq", [
+    ] + error_cases("rope.longrope_inv_freq", [
         ("wrong_length", {**PHI3, "context_length": 5000}, _factor_lists(47), "invalid_argument",
          "factor list of length 47 for d/2 = 48"),
         ("odd_dim", {**PHI3, "dim": 95, "context_length": 10}, _factor_lists(47), "invalid_argument", "odd dim"),

@@ -1,0 +1,138 @@
+"""The docs tooling without Sphinx or Chromium: the render check's judgement, link check, conf helpers.
+
+The browser run itself (``python docs/check_render.py``) needs a built site and Chromium; CI runs
+it after the strict build. Here its parts are fed pages whose verdict is known.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"_docs_{name}", DOCS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+check_render = _load("check_render")
+REPORT = '<pre id="posenc-render-check" tabindex="-1">{{"images": {n}, "broken": {broken}, "mathjax": true}}</pre>'
+
+
+def dom(body, n=0, broken="[]"):
+    report = REPORT.format(n=n, broken=broken)
+    return f"<html><head><style>.merror {{}}</style></head><body>{body}{report}</body></html>"
+
+
+def test_typeset_page_passes():
+    body = ('<span class="math notranslate nohighlight"><mjx-container jax="SVG"><svg/></mjx-container></span>'
+            '<img src="a.svg">')
+    result = check_render.assess_dom("p.html", dom(body, n=1), 1, 1)
+    assert result.ok, result.problems
+    assert (result.typeset, result.loaded) == (1, 1)
+
+
+@pytest.mark.parametrize(("body", "n", "broken", "expected"), [
+    ('<span class="math notranslate nohighlight">\\(x^2\\)</span>', 0, "[]", "not typeset"),
+    ('<span class="math notranslate nohighlight">\\(x^2\\)</span>', 0, "[]", "raw TeX"),
+    ('<mjx-container><svg><g data-mjx-error="Undefined control"/></svg></mjx-container>', 0, "[]", "TeX error"),
+    ('<mjx-container><svg><mtext mathcolor="red">\\foo</mtext></svg></mjx-container>', 0, "[]", "TeX error"),
+    ("<p>the formula $\\alpha + 1$ was left as text</p><mjx-container></mjx-container>", 0, "[]", "raw TeX"),
+    ('<mjx-container></mjx-container><img src="gone.svg">', 1, '["gone.svg"]', "figure did not load: gone.svg"),
+    ("<mjx-container></mjx-container>", 0, "[]", "0 images in the browser, 1 in the HTML"),
+])
+def test_failures_are_reported(body, n, broken, expected):
+    result = check_render.assess_dom("p.html", dom(body, n=n, broken=broken), 1, 1)
+    assert not result.ok
+    assert any(expected in problem for problem in result.problems), result.problems
+
+
+def test_tex_in_code_blocks_is_not_raw_tex():
+    body = "<pre>$\\alpha$ \\(x\\)</pre><code>\\[y\\]</code>"
+    assert check_render.assess_dom("p.html", dom(body), 0, 0).ok
+
+
+def test_a_page_that_never_loaded_fails():
+    result = check_render.assess_dom("p.html", "<html><body></body></html>", 0, 0)
+    assert result.problems == ["the page never finished loading (no probe report)"]
+
+
+def test_links(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "index.html").write_text(
+        '<a href="sub/page.html#here">ok</a><a href="sub/page.html#nowhere">bad anchor</a>'
+        '<a href="missing.html">missing</a><a href="https://example.org/">external link is fine</a>'
+        '<script src="https://cdn.example.org/x.js"></script><img src="sub/fig.svg">', encoding="utf-8")
+    (tmp_path / "sub" / "page.html").write_text('<h2 id="here">x</h2><a href="../index.html">up</a>', encoding="utf-8")
+    (tmp_path / "sub" / "fig.svg").write_text("<svg/>", encoding="utf-8")
+    pages = {p: check_render.parse_page(p) for p in tmp_path.rglob("*.html")}
+    problems = check_render.check_links(tmp_path, pages)
+    assert sorted(problems[tmp_path / "index.html"]) == [
+        "broken anchor sub/page.html#nowhere", "broken link missing.html",
+        "loads https://cdn.example.org/x.js from the network"]
+    assert problems[tmp_path / "sub" / "page.html"] == []
+    assert pages[tmp_path / "index.html"].images == 1
+
+
+def test_summary_fails_without_math():
+    text, ok = check_render.summary([check_render.PageResult("a.html")])
+    assert not ok and "no math found" in text
+
+
+def test_probe_is_injected_before_body_end():
+    page = check_render._inject("<html><body><p>x</p></body></html>")
+    assert page.index("posenc-render-check") < page.index("</body>")
+
+
+@pytest.fixture(scope="module")
+def conf():
+    return _load("conf")
+
+
+def test_api_page_lists_every_scheme_module(conf):
+    from posenc_ref.registry import OPS
+
+    rst = conf.scheme_api_rst()
+    for op in OPS:
+        assert f".. automodule:: {op.function.__module__}" in rst
+    assert len(conf.scheme_modules()) == len({op.function.__module__ for op in OPS})
+    assert conf.API_MARKER in (DOCS / "api.md").read_text(encoding="utf-8")
+
+
+def test_api_page_lists_every_family_module(conf):
+    import pkgutil
+
+    import posenc_ref.oracle
+
+    rst = conf.family_api_rst()
+    for info in pkgutil.iter_modules(posenc_ref.oracle.__path__):
+        if not info.name.startswith("_"):
+            assert f".. automodule:: posenc_ref.oracle.{info.name}" in rst
+    assert conf.FAMILY_MARKER in (DOCS / "api.md").read_text(encoding="utf-8")
+    assert "posenc_ref.oracle.absolute.sinusoidal_table" in conf.public_objects()
+
+
+def test_included_conformance_links_are_rewritten(conf):
+    text = ("[guide](../docs/tolerance.md#the-rule) [adapter](examples/float32_adapter.py) "
+            "[examples](examples/) [web](https://example.org/x.md) [here](#statuses)")
+    assert conf.include_links("../conformance/README.md", text) == (
+        "[guide](tolerance.md#the-rule) [adapter](path:../conformance/examples/float32_adapter.py) "
+        "examples (`conformance/examples/`) [web](https://example.org/x.md) [here](#statuses)")
+
+
+def test_links_leaving_docs_become_downloads(conf):
+    text = "[bench](../../benchmarks/bench_absolute.py) [page](../sinusoidal.md#formula) [c](../../conformance/)"
+    assert conf.outside_links("lab/index", text) == (
+        "[bench](path:../../benchmarks/bench_absolute.py) [page](../sinusoidal.md#formula) c (`conformance/`)")
+
+
+def test_mathjax_is_pinned_not_committed():
+    build = _load("build")
+    assert build.MATHJAX == "mathjax@3.2.2" and len(build.MATHJAX_SHA256) == 64
+    assert not list(DOCS.glob("_static/**/*.js")), "third-party bundles are installed at build time, not committed"
