@@ -42,8 +42,9 @@ Run::
 
     posenc-ref conformance conformance/adapters/torch_adapter.py:WHISPER --dtype float64 \\
         --expectations conformance/adapters/torch_library.toml
-    posenc-ref conformance conformance/adapters/torch_adapter.py:TORCH --dtype bfloat16 \\
-        # (no expectations file: it passes every case)
+    posenc-ref conformance conformance/adapters/torch_adapter.py:TORCH --dtype bfloat16
+
+(the torch port passes every case and takes no expectations file).
 
 Needs ``pip install 'posenc-ref[torch]'`` (torch and transformers).
 """
