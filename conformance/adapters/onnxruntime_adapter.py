@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     require,

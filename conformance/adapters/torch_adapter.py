@@ -59,7 +59,8 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     integer,
@@ -193,7 +194,8 @@ def _fixed(fn: Any) -> Any:
 
 def distilbert() -> Adapter:
     return _library("transformers-distilbert", "sinusoidal.table",
-                    "transformers DistilBERT create_sinusoidal_embeddings", "float32", ("float32",), _fixed(_distilbert),
+                    "transformers DistilBERT create_sinusoidal_embeddings", "float32", ("float32",),
+                    _fixed(_distilbert),
                     {"ladder": ("paper",), "layout": ("interleaved",), "odd_width": ("error", "sin_gets_extra"),
                      **_TABLE_ANY_POSITION})
 
