@@ -19,6 +19,7 @@ from posenc_ref.sinusoidal import sinusoidal_table  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "conformance" / "adapters" / "torch_adapter.py"
 EXPECTATIONS = load_expectations(str(ROOT / "conformance" / "adapters" / "torch_library.toml"))
+EXPECTATIONS_DISTILBERT = load_expectations(str(ROOT / "conformance" / "adapters" / "distilbert.toml"))
 
 LIBRARY = [("DISTILBERT", "float32"), ("MARIAN", "float32"), ("M2M100", "float32"), ("WHISPER", "float64"),
            ("WHISPER", "float32"), ("VITMAE_2D", "float64"), ("VITMAE_2D", "float32"), ("EMBEDDING", "float64"),
@@ -32,8 +33,8 @@ def _adapter(name, dtype):
 
 @pytest.mark.parametrize(("name", "dtype"), LIBRARY)
 def test_library_adapters_pass_with_their_expectations(name, dtype):
-    run = run_conformance(_adapter(name, dtype), spec=name, expectations=EXPECTATIONS,
-                          select=lambda e: "long_positions" not in e["id"])
+    expectations = EXPECTATIONS_DISTILBERT if name == "DISTILBERT" else EXPECTATIONS
+    run = run_conformance(_adapter(name, dtype), spec=name, expectations=expectations)
     assert run.passed, [(r.case_id, r.status, r.message) for r in run.results if r.status not in
                         ("pass", "not_applicable", "xfail", "skip")]
     assert run.executed >= 5

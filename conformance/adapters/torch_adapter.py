@@ -133,7 +133,7 @@ def _m2m100(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tupl
                                                                                   params["past_length"], 0)
     cls = _transformers("m2m_100.modeling_m2m_100").M2M100SinusoidalPositionalEmbedding
     module = cls(tokens.shape[-1] + past, int(params["dim"]), padding_idx)
-    embedding = module(input_ids=tokens, cache_length=past)
+    embedding = module(tokens, None, past)  # positional: the keyword is past_key_values_length or cache_length
     rows = cls.create_position_ids_from_input_ids(tokens, padding_idx, past)
     return _numpy(rows), _numpy(embedding)
 
