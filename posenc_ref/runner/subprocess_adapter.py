@@ -271,7 +271,7 @@ class SubprocessAdapter:
     def _outputs(answer: Mapping[str, Any], out_dir: Path) -> dict[str, NDArray[Any]]:
         kind = answer.get("type")
         if kind == "error":
-            return _raise_rejected(answer)
+            raise CaseRejected(str(answer.get("category")), str(answer.get("message", "")))
         if kind != "result" or not isinstance(answer.get("outputs"), dict):
             raise ProtocolError(f"expected a result or error message, got {json.dumps(answer)[:200]}")
         outputs = {}
@@ -298,10 +298,6 @@ class SubprocessAdapter:
             self._child.stop()
             self._child = None
         shutil.rmtree(self._workdir, ignore_errors=True)
-
-
-def _raise_rejected(answer: Mapping[str, Any]) -> dict[str, NDArray[Any]]:
-    raise CaseRejected(str(answer.get("category")), str(answer.get("message", "")))
 
 
 def _corpus_version() -> str:
