@@ -7,7 +7,8 @@ used: ``Cast``, ``Add``, ``Mul``, ``Div``, ``Neg``, ``Pow``, ``Sin``, ``Cos``, `
 ``Min``; the frequencies are computed in the graph (``Pow(base, -e)``), not baked in.
 
 Dtypes: ``float32`` (the graph computes in float32), ``float16`` (positions and angles in
-float32, as fp16 exports keep them, the result cast to float16 at the end) and ``float64``
+float32, since the phase tolerance asks for at least float32 angles; the result is cast to
+float16 at the end) and ``float64``
 (the graph computes in double where the CPU provider has double kernels). At start-up the
 adapter builds every op once per dtype; an (op, dtype) pair whose graph onnxruntime refuses
 is ``not_applicable`` with onnxruntime's message as the reason, never a pass.
