@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 
 from posenc_ref.cli import main
@@ -90,13 +91,26 @@ def test_javascript_example_passes_through_the_protocol():
 
 
 @needs_node
-def test_javascript_example_refuses_a_dtype_it_does_not_compute_in():
+def test_javascript_example_computes_in_float32_when_asked_and_refuses_float16():
     adapter = load_adapter(f"subprocess:node {JS}")
     try:
-        with pytest.raises(Exception, match="computes in 'float64'"):
-            adapter.at_dtype("float32")
+        with pytest.raises(Exception, match="asked for dtype 'float16', the process computes in 'float64'"):
+            adapter.at_dtype("float16")
+        narrow = adapter.at_dtype("float32")
+        try:
+            assert narrow.dtype == "float32"
+            run = run_conformance(narrow, spec="js32")
+            params = {"dim": 8, "base": 10000.0, "ladder": "paper", "layout": "interleaved", "odd_width": "error",
+                      "position_offset": 0, "scale": 1.0}
+            wide = adapter.run("sinusoidal.table", params, {"positions": np.array([1_234_567])})["table"]
+            rounded = narrow.run("sinusoidal.table", params, {"positions": np.array([1_234_567])})["table"]
+        finally:
+            narrow.close()
     finally:
         adapter.close()
+    assert run.passed and run.executed >= 50
+    # float32 angles really are float32: at p = 1234567 they move the sine by far more than float64 would.
+    assert np.all(rounded == rounded.astype(np.float32)) and np.abs(rounded - wide).max() > 1e-4
 
 
 def test_crash_timeout_and_garbage_are_errors_and_the_child_is_restarted(tmp_path):

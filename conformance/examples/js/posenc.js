@@ -4,7 +4,9 @@
 //
 //   posenc-ref conformance "subprocess:node conformance/examples/js/posenc.js"
 //
-// Ops: sinusoidal.table, learned.lookup, grid2d.sincos, computed in float64 (JavaScript numbers).
+// Ops: sinusoidal.table, learned.lookup, grid2d.sincos, computed in float64 (JavaScript numbers), or
+// in float32 when the handshake asks for it (--dtype float32): every intermediate result is then
+// rounded to float32 with Math.fround, as a float32 kernel would hold it.
 // It reads JSON lines on stdin and answers one JSON line per message on stdout; arrays travel as
 // .npy files (npy.js).
 "use strict";
@@ -14,6 +16,8 @@ const readline = require("readline");
 const { readNpy, writeNpy } = require("./npy.js");
 
 const PROTOCOL = "posenc-ref-subprocess/1";
+let dtype = "float64";
+let R = (x) => x; // rounds every intermediate result to the compute dtype
 
 class Rejected extends Error {
   constructor(category, message) {
@@ -46,8 +50,8 @@ function frequencies(width, base, ladder) {
   const n = Math.floor((width + 1) / 2);
   const w = new Float64Array(n);
   for (let k = 0; k < n; k++) {
-    const e = ladder === "paper" ? (2 * k) / width : k / Math.max(n - 1, 1);
-    w[k] = Math.pow(base, -e);
+    const e = R(ladder === "paper" ? R(2 * k) / width : k / Math.max(n - 1, 1));
+    w[k] = R(Math.pow(R(base), -e));
   }
   return w;
 }
@@ -75,9 +79,9 @@ function sinusoidalTable(inputs, p) {
   const out = new Float64Array(pos.length * dim); // zero columns stay 0
   pos.forEach((position, row) => {
     for (let k = 0; k < n; k++) {
-      const angle = position * w[k];
-      out[row * dim + sinCol(k)] = Math.sin(angle) * p.scale;
-      if (k < nCos) out[row * dim + cosCol(k)] = Math.cos(angle) * p.scale;
+      const angle = R(R(position) * w[k]);
+      out[row * dim + sinCol(k)] = R(R(Math.sin(angle)) * R(p.scale));
+      if (k < nCos) out[row * dim + cosCol(k)] = R(R(Math.cos(angle)) * R(p.scale));
     }
   });
   return { table: [out, [...inputs.positions.shape, dim]] };
@@ -100,8 +104,7 @@ function learnedLookup(inputs, p) {
       if (policy === "error") throw new Rejected("out_of_range", `row ${row} is beyond the table of ${rows} rows`);
       row = rows - 1;
     }
-    out.set(table.data.subarray ? table.data.subarray(row * dim, (row + 1) * dim)
-      : table.data.slice(row * dim, (row + 1) * dim), i * dim);
+    for (let j = 0; j < dim; j++) out[i * dim + j] = R(table.data[row * dim + j]);
   });
   return { rows: [out, [...inputs.positions.shape, dim]] };
 }
@@ -126,7 +129,8 @@ function grid2d(inputs, p) {
     const [a, b] = axisOrder === "x_first" ? [xs[i], y] : [y, xs[i]];
     const base = i * dim;
     for (let k = 0; k < q; k++) {
-      const [sa, ca, sb, cb] = [Math.sin(a * w[k]), Math.cos(a * w[k]), Math.sin(b * w[k]), Math.cos(b * w[k])];
+      const [ta, tb] = [R(R(a) * w[k]), R(R(b) * w[k])];
+      const [sa, ca, sb, cb] = [Math.sin(ta), Math.cos(ta), Math.sin(tb), Math.cos(tb)].map(R);
       if (blockLayout === "sin_cos") {
         out[base + k] = sa; out[base + q + k] = ca; out[base + 2 * q + k] = sb; out[base + 3 * q + k] = cb;
       } else if (blockLayout === "sin_sin_cos_cos") {
@@ -143,8 +147,12 @@ const OPS = { "sinusoidal.table": sinusoidalTable, "learned.lookup": learnedLook
 
 function handle(message) {
   if (message.type === "hello") {
+    if (message.dtype === "float32") {
+      dtype = "float32";
+      R = Math.fround;
+    }
     const capabilities = Object.fromEntries(Object.keys(OPS).map((op) => [op, {}]));
-    return { type: "hello", protocol: PROTOCOL, name: "posenc-js", version: "1.0", dtype: "float64", capabilities };
+    return { type: "hello", protocol: PROTOCOL, name: "posenc-js", version: "1.0", dtype, capabilities };
   }
   if (message.type !== "run") return { type: "error", seq: message.seq ?? null, category: null, message: `unknown message type ${message.type}` };
   const op = OPS[message.op];
