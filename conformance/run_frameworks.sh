@@ -30,6 +30,7 @@ check() {  # check REPORT_NAME [env VAR=value ...] -- conformance arguments...
 lib="--expectations $A/torch_library.toml"
 check ref-numpy -- numpy
 check js-float64 -- "subprocess:node conformance/examples/js/posenc.js"
+check js-float32 -- "subprocess:node conformance/examples/js/posenc.js" --dtype float32
 check torch-distilbert-float32 -- $A/torch_adapter.py:DISTILBERT --expectations $A/distilbert.toml
 check torch-marian-float32 -- $A/torch_adapter.py:MARIAN $lib
 check torch-m2m100-float32 -- $A/torch_adapter.py:M2M100 $lib
