@@ -23,8 +23,9 @@ An adapter is any object with:
     ``invalid_shape``. Default: :class:`~posenc_ref.errors.SpecError` gives its category,
     ``IndexError`` ``out_of_range``, other ``ValueError``/``TypeError`` ``invalid_argument``.
 
-Adapters are named on the command line as a built-in name (:data:`BUILTIN`), ``module:object``
-or ``path/to/file.py:object`` (``object`` defaults to ``ADAPTER``). ``object`` may be an adapter
+Adapters are named on the command line as a built-in name (:data:`BUILTIN`), ``module:object``,
+``path/to/file.py:object`` or ``subprocess:COMMAND ARGS...`` (a child process in any language,
+:mod:`posenc_ref.runner.subprocess_adapter`) (``object`` defaults to ``ADAPTER``). ``object`` may be an adapter
 instance, a class or a factory function (called without arguments).
 """
 
@@ -162,6 +163,14 @@ def load_adapter(spec: str) -> Any:
         if name not in MUTANTS:
             raise AdapterLoadError(f"unknown mutant {name!r}; known: {', '.join(MUTANTS)}")
         return MUTANTS[name].adapter()
+    if spec.startswith("subprocess:"):
+        from posenc_ref.runner.subprocess_adapter import ProtocolError, SubprocessAdapter, timeout_from_env
+
+        try:
+            child = SubprocessAdapter.from_command(spec.split(":", 1)[1], timeout=timeout_from_env())
+            return check_adapter(child, spec)
+        except ProtocolError as exc:
+            raise AdapterLoadError(str(exc)) from exc
     target, _, attribute = spec.partition(":") if not spec.endswith(".py") else (spec, "", "")
     attribute = attribute or "ADAPTER"
     if target.endswith(".py"):
@@ -186,7 +195,7 @@ def load_adapter(spec: str) -> Any:
     else:
         known = ", ".join(BUILTIN)
         raise AdapterLoadError(f"unknown adapter {spec!r}: give a built-in name ({known}), "
-                               "mutant:NAME, module:object or path/to/file.py[:object]")
+                               "mutant:NAME, module:object, path/to/file.py[:object] or subprocess:COMMAND")
     if not hasattr(module, attribute):
         raise AdapterLoadError(f"{target!r} has no attribute {attribute!r}")
     return _instantiate(getattr(module, attribute), spec)

@@ -14,12 +14,15 @@ from posenc_ref import corpus
 from posenc_ref.runner.adapters import BUILTIN, AdapterLoadError, check_adapter, load_adapter
 from posenc_ref.runner.engine import Run, run_conformance
 from posenc_ref.runner.expectations import ExpectationsError, load_expectations
+from posenc_ref.runner.offline import OfflineError, verify_results
 from posenc_ref.runner.report import matrix, terminal, to_junit, write_json
 from posenc_ref.tolerance import DTYPES
 
 EPILOG = """\
 ADAPTER is a built-in name (see --list-adapters), mutant:NAME, module:object or
-path/to/file.py[:object]. Several adapters give a side-by-side matrix.
+path/to/file.py[:object] or subprocess:COMMAND. Several adapters give a side-by-side matrix.
+`posenc-ref conformance verify RESULTS_DIR...` judges folders of results written offline
+(layout in conformance/README.md).
 Exit status: 0 all passed, 1 a failure (or nothing executed), 2 a usage, adapter or corpus problem.
 """
 
@@ -104,8 +107,17 @@ def main(args: argparse.Namespace) -> int:
     extra += " --allow-modified" if args.allow_modified else ""
     select = make_selector(args.patterns, args.case_ids, args.ops, args.level)
     runs: list[Run] = []
-    for spec in args.adapters:
+    verify = args.adapters[0] == "verify"
+    if verify and len(args.adapters) == 1:
+        print("posenc-ref conformance verify: give at least one RESULTS_DIR", file=sys.stderr)
+        return 2
+    for spec in args.adapters[1:] if verify else args.adapters:
         try:
+            if verify:
+                runs.append(verify_results(Path(spec), corpus_dir=Path(args.corpus) if args.corpus else None,
+                                           select=select, expectations=expectations,
+                                           allow_modified=args.allow_modified, rerun_extra=extra))
+                continue
             adapter = load_adapter(spec)
             if args.dtype and adapter.dtype != args.dtype:
                 if not hasattr(adapter, "at_dtype"):
@@ -123,6 +135,9 @@ def main(args: argparse.Namespace) -> int:
                 progress=_progress(f"conformance {spec}"), rerun_extra=extra))
         except AdapterLoadError as exc:
             print(f"posenc-ref conformance: {exc}", file=sys.stderr)
+            return 2
+        except OfflineError as exc:
+            print(f"posenc-ref conformance verify: {exc}", file=sys.stderr)
             return 2
         except corpus.CorpusError as exc:
             print(f"posenc-ref conformance: refusing to run: {exc}", file=sys.stderr)

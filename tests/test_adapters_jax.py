@@ -1,0 +1,87 @@
+"""JAX adapter (conformance/adapters/jax_adapter.py) through the runner; skipped without jax."""
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+from posenc_ref.learned import learned_lookup  # noqa: E402
+from posenc_ref.runner.adapters import load_adapter  # noqa: E402
+from posenc_ref.runner.engine import run_conformance  # noqa: E402
+from posenc_ref.sinusoidal import sinusoidal_table  # noqa: E402
+
+SPEC = f"{Path(__file__).resolve().parents[1] / 'conformance' / 'adapters' / 'jax_adapter.py'}:ADAPTER"
+# A quick selection (every op, the long positions, odd widths, errors); CI runs every case.
+QUICK = ("sinusoidal.table.paper.interleaved.*", "sinusoidal.table.t2t.long_positions.*",
+         "sinusoidal.table.odd_width.sin_gets_extra.concat_cos_sin.*", "sinusoidal.table.error.base_zero",
+         "sinusoidal.fairseq.left_padded.*", "grid2d.detr_sine.*", "grid2d.timm_default.grid3x5.*",
+         "learned.lookup.clamp", "learned.lookup.error.beyond_table")
+
+
+@contextlib.contextmanager
+def x64(enabled):
+    previous = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", enabled)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
+def _quick(entry):
+    import fnmatch
+
+    return any(fnmatch.fnmatchcase(entry["id"], p) for p in QUICK)
+
+
+@pytest.mark.parametrize(("enabled", "dtype"), [(True, "float64"), (False, "float32"), (False, "bfloat16")])
+def test_jax_port_passes(enabled, dtype):
+    with x64(enabled):
+        adapter = load_adapter(SPEC)
+        adapter = adapter if adapter.dtype == dtype else adapter.at_dtype(dtype)
+        run = run_conformance(adapter, spec="jax", select=_quick)
+    assert run.passed and run.executed >= 9
+
+
+def test_adapter_refuses_to_claim_float64_when_x64_is_off():
+    with x64(False):
+        adapter = load_adapter(SPEC)
+        assert adapter.dtype == "float32"
+        with pytest.raises(ValueError, match="float64 needs jax_enable_x64"):
+            adapter.at_dtype("float64")
+    with x64(True):
+        claimed64 = load_adapter(SPEC)
+        assert claimed64.dtype == "float64"
+    with x64(False):  # x64 switched off after the float64 adapter was made: JAX would downcast silently
+        downcast = pytest.warns(UserWarning, match="truncated to dtype float32")
+        with downcast, pytest.raises(RuntimeError, match="JAX computed in float32, the adapter claims float64"):
+            claimed64.run("sinusoidal.table", {"dim": 4, "base": 10000.0, "ladder": "paper", "layout": "interleaved",
+                                               "odd_width": "error", "position_offset": 0, "scale": 1.0},
+                          {"positions": np.arange(3)})
+
+
+def test_embedding_pipeline_matches_the_reference():
+    """Whole pipeline in JAX: token rows + sinusoid rows + layer norm, float32, against the reference."""
+    import importlib.util
+
+    import jax.numpy as jnp
+
+    spec = importlib.util.spec_from_file_location("posenc_jax_adapter", SPEC.rsplit(":", 1)[0])
+    port = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(port)
+    rng = np.random.default_rng(7)
+    words = rng.normal(size=(30, 16))
+    ids = np.array([[4, 8, 15, 16, 23, 29], [0, 1, 2, 3, 4, 5]])
+    with x64(False):
+        params = {"dim": 16, "base": 10000.0, "ladder": "paper", "layout": "interleaved", "odd_width": "error",
+                  "scale": 1.0}
+        pos = port.table(np.arange(ids.shape[1]), params, jnp.float32)
+        summed = jnp.asarray(words, jnp.float32)[ids] + pos
+        mean = summed.mean(-1, keepdims=True)
+        actual = np.asarray((summed - mean) / jnp.sqrt(((summed - mean) ** 2).mean(-1, keepdims=True) + 1e-12))
+    ref = learned_lookup(words, ids) + sinusoidal_table(np.arange(ids.shape[1]), dim=16)
+    expected = (ref - ref.mean(-1, keepdims=True)) / np.sqrt(ref.var(-1, keepdims=True) + 1e-12)
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=64 * np.finfo(np.float32).eps)
