@@ -55,5 +55,8 @@ def test_published_matrix_is_generated_and_consistent():
     registered = {op.name for op in OPS}
     assert set().union(*ops_of.values()) <= registered
     reference = ops_of[("numpy", "float64")]
+    assert reference == registered  # the reference row covers every registered op
+    absolute = {op.name for op in OPS if op.family == "absolute"}
     for implementation in ("torch-port", "jax-port", "onnxruntime-graphs"):
-        assert ops_of[(implementation, "float32")] == reference, implementation
+        # each port covers the absolute family at least; the ops it does not cover yet show as n/a
+        assert absolute <= ops_of[(implementation, "float32")] <= reference, implementation
