@@ -227,6 +227,27 @@ def _apply_expectation(status: str, expectation: Expectation | None) -> str:
     return "xfail" if status in ("fail", "error", "wrong_error") else status
 
 
+def open_corpus(corpus_dir: Path | None, allow_modified: bool) -> tuple[Path, corpus.Corpus]:
+    """The corpus read and verified once; :class:`~posenc_ref.corpus.CorpusError` when it fails
+    verification and ``allow_modified`` is false, or has no readable manifest."""
+    directory = Path(corpus_dir) if corpus_dir else corpus.default_corpus_dir()
+    loaded = corpus.Corpus(directory)
+    if loaded.problems and (not allow_modified or not loaded.manifest):
+        note = "(pass --allow-modified to run anyway; it is stamped into the report)"
+        raise corpus.CorpusError(loaded.problems + [note])
+    return directory, loaded
+
+
+def unmatched_expectations(expectations: list[Expectation], manifest: Mapping[str, Any]) -> list[str]:
+    """One message per expectation entry that matches no (case, output) of the corpus."""
+    all_ids = [(c["id"], tuple(c["outputs"]) or (ERROR_OUTPUT,)) for c in manifest["cases"]]
+    return [
+        f"{e.source}: expectation {e.id!r}{f' (output {e.output!r})' if e.output else ''} matches no case"
+        for e in expectations
+        if not any(e.matches(cid, None) and (e.output is None or e.output in outs) for cid, outs in all_ids)
+    ]
+
+
 def run_conformance(
     adapter: Any,
     *,
@@ -244,19 +265,11 @@ def run_conformance(
     The corpus is read and verified once. Raises :class:`~posenc_ref.corpus.CorpusError` when
     it fails verification and ``allow_modified`` is false, or when it has no readable manifest.
     """
-    directory = Path(corpus_dir) if corpus_dir else corpus.default_corpus_dir()
-    loaded = corpus.Corpus(directory)
+    directory, loaded = open_corpus(corpus_dir, allow_modified)
     problems = loaded.problems
-    if problems and (not allow_modified or not loaded.manifest):
-        raise corpus.CorpusError(problems + ["(pass --allow-modified to run anyway; it is stamped into the report)"])
     manifest = loaded.manifest
     expectations = expectations or []
-    all_ids = [(c["id"], tuple(c["outputs"]) or (ERROR_OUTPUT,)) for c in manifest["cases"]]
-    expectation_errors = [
-        f"{e.source}: expectation {e.id!r}{f' (output {e.output!r})' if e.output else ''} matches no case"
-        for e in expectations
-        if not any(e.matches(cid, None) and (e.output is None or e.output in outs) for cid, outs in all_ids)
-    ]
+    expectation_errors = unmatched_expectations(expectations, manifest)
     entries = [c for c in manifest["cases"] if select is None or select(c)]
     start = time.monotonic()
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 
 from posenc_ref import __version__, corpus
 from posenc_ref.errors import ERROR_CATEGORIES
-from posenc_ref.runner.engine import ERROR_OUTPUT, Result, Run, run_case
+from posenc_ref.runner.engine import Result, Run, open_corpus, run_case, unmatched_expectations
 from posenc_ref.runner.expectations import Expectation
 from posenc_ref.tolerance import DTYPES
 
@@ -102,7 +102,10 @@ def verify_results(
     allow_modified: bool = False,
     rerun_extra: str = "",
 ) -> Run:
-    """Judge the results in ``results_dir`` against the corpus; a :class:`~posenc_ref.runner.engine.Run` like the live runner's.
+    """Judge the results in ``results_dir`` against the corpus, as the live runner would.
+
+    Returns a :class:`~posenc_ref.runner.engine.Run` like
+    :func:`~posenc_ref.runner.engine.run_conformance`'s.
 
     Raises
     ------
@@ -113,19 +116,11 @@ def verify_results(
     """
     results_dir = Path(results_dir)
     info = read_implementation(results_dir)
-    directory = Path(corpus_dir) if corpus_dir else corpus.default_corpus_dir()
-    loaded = corpus.Corpus(directory)
+    directory, loaded = open_corpus(corpus_dir, allow_modified)
     problems = loaded.problems
-    if problems and (not allow_modified or not loaded.manifest):
-        raise corpus.CorpusError(problems + ["(pass --allow-modified to run anyway; it is stamped into the report)"])
     manifest = loaded.manifest
     expectations = expectations or []
-    all_ids = [(c["id"], tuple(c["outputs"]) or (ERROR_OUTPUT,)) for c in manifest["cases"]]
-    expectation_errors = [
-        f"{e.source}: expectation {e.id!r}{f' (output {e.output!r})' if e.output else ''} matches no case"
-        for e in expectations
-        if not any(e.matches(cid, None) and (e.output is None or e.output in outs) for cid, outs in all_ids)
-    ]
+    expectation_errors = unmatched_expectations(expectations, manifest)
     spec = f"verify {results_dir}"
     start = time.monotonic()
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

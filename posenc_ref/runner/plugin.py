@@ -57,7 +57,9 @@ class _Session:
             listing = "\n  ".join(self.corpus.problems)
             raise pytest.UsageError(f"posenc-ref: corrupt corpus, refusing to run:\n  {listing}")
         self.manifest = self.corpus.manifest
-        unmatched = self.unmatched_expectations()
+        from posenc_ref.runner.engine import unmatched_expectations
+
+        unmatched = unmatched_expectations(self.expectations, self.manifest)
         if unmatched:  # the runner's strictness: an entry that matches nothing is an error
             raise pytest.UsageError("posenc-ref: " + "; ".join(unmatched))
         self.timeout = config.getoption("posenc_timeout")
@@ -77,11 +79,6 @@ class _Session:
             self.executed += sum(r.status in EXECUTED for r in results)
             self.cache[entry["id"]] = {r.output: r for r in results}
         return self.cache[entry["id"]]
-
-    def unmatched_expectations(self) -> list[str]:
-        ids = [(c["id"], tuple(c["outputs"]) or ("error",)) for c in self.manifest["cases"]]
-        return [f"{e.source}: expectation {e.id!r} matches no case" for e in self.expectations
-                if not any(e.matches(cid) and (e.output is None or e.output in outs) for cid, outs in ids)]
 
 
 _STATE = pytest.StashKey[_Session]()
