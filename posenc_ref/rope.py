@@ -304,7 +304,11 @@ def rope_scores(
     qp = check_positions(func, "q_positions", q_positions).reshape(-1, qr.shape[2])
     kp = check_positions(func, "k_positions", k_positions).reshape(-1, kr.shape[2])
     offset = (qp[:, :, None] - kp[:, None, :]).astype(np.float64)[:, None, :, :, None]  # (B|1, 1, Tq, Tk, 1)
-    weight = zeta ** (offset / scale_base)  # (B|1, 1, Tq, Tk, P)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        weight = zeta ** (offset / scale_base)  # (B|1, 1, Tq, Tk, P)
+    if not np.isfinite(weight).all():  # Note: underflow to 0 is the correctly rounded tiny weight
+        raise SpecError(f"{func}: xpos_scale_base={scale_base!r} is too small for offsets up to "
+                        f"{int(np.abs(offset).max())}: the xPos weights zeta**((m - n)/B) overflow")
     if layout == "half":
         pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., :n], kr[..., :n]) + np.einsum(
             "bhqp,bhkp->bhqkp", qr[..., n:space], kr[..., n:space])
