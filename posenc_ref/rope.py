@@ -133,6 +133,13 @@ def rope_layout_permutation(rotary_dim: int, /, *, from_layout: str, to_layout: 
     return np.where(j % 2 == 0, j // 2, j // 2 + dim // 2)
 
 
+def _finite(func: str, result: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``result``, or a SpecError when finite inputs overflowed (an enormous attention_factor or x)."""
+    if not np.isfinite(result).all():
+        raise SpecError(f"{func}: the result overflows float64 (x or attention_factor too large)")
+    return result
+
+
 def _validate_x(func: str, name: str, x: Any, x_layout: str) -> NDArray[np.float64]:
     check_choice(func, "x_layout", x_layout, X_LAYOUTS)
     if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 4 and x.size:
@@ -182,6 +189,12 @@ def _angles(func: str, positions: Any, w: NDArray[np.float64], x_shape: tuple[in
 
 def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layout: str,
             factor: float) -> NDArray[np.float64]:
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the callers' _finite
+        return _rotate_pairs(x, angle, space, layout, factor)
+
+
+def _rotate_pairs(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layout: str,
+                  factor: float) -> NDArray[np.float64]:
     n = space // 2
     cos, sin = np.cos(angle), np.sin(angle)
     if factor != 1.0:
@@ -253,7 +266,7 @@ def rope_apply(
     values = _validate_x(func, "x", x, x_layout)
     space, w = rotary_frequencies(values.shape[-1], base=base, rotary_dim=rotary_dim, partial=partial, func=func)
     angle = _angles(func, positions, w, values.shape, x_layout, "positions")
-    return _rotate(values, angle, space, layout, factor)
+    return _finite(func, _rotate(values, angle, space, layout, factor))
 
 
 def rope_scores(
@@ -297,7 +310,7 @@ def rope_scores(
     if x_layout == "BTHD":
         qr, kr = qr.transpose(0, 2, 1, 3), kr.transpose(0, 2, 1, 3)
     if xpos_scale_base is None:
-        return np.asarray(np.einsum("bhqd,bhkd->bhqk", qr, kr), dtype=np.float64)
+        return _finite(func, np.asarray(np.einsum("bhqd,bhkd->bhqk", qr, kr), dtype=np.float64))
     scale_base = check_float(func, "xpos_scale_base", xpos_scale_base, positive=True)
     n = space // 2
     zeta = (2.0 * np.arange(n) + 0.4 * space) / (1.4 * space)  # (P,)
@@ -316,4 +329,6 @@ def rope_scores(
         pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., 0:space:2], kr[..., 0:space:2]) + np.einsum(
             "bhqp,bhkp->bhqkp", qr[..., 1:space:2], kr[..., 1:space:2])
     rest = np.einsum("bhqd,bhkd->bhqk", qr[..., space:], kr[..., space:])
-    return np.asarray((pairs * weight).sum(axis=-1) + rest, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _finite
+        scores = np.asarray((pairs * weight).sum(axis=-1) + rest, dtype=np.float64)
+    return _finite(func, scores)
