@@ -30,6 +30,7 @@ left.set_ylim(-1.35 * radius, 1.35 * radius)
 left.set_title(f"x rotated at positions 0..{positions[-1]}\n(angle p * theta, theta = {theta:g} rad)", fontsize=9)
 
 q, k = rng.normal(size=(2, 2))
+q, k = q / np.hypot(*q), 0.7 * k / np.hypot(*k)  # unequal lengths, so the two arrows are told apart
 pairs = ((5, 2), (9, 6))
 for (m, n), style in zip(pairs, ("-", "--"), strict=True):
     qm = rope_apply(q[None, None, None], [m], base=base)[0, 0, 0]
@@ -46,4 +47,4 @@ for r in (float(np.hypot(*q)), float(np.hypot(*k))):
 right.set_xlim(-reach, reach)
 right.set_ylim(-reach, reach)
 right.set_title("q at m, k at n: the angle between them,\nand the score, depend on m - n only", fontsize=9)
-right.legend(fontsize=7, loc="lower left")
+right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1))
