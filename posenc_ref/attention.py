@@ -81,7 +81,9 @@ required whenever ``qk_transform`` or ``logits_term`` is given; masks never read
     (B, H, Tq, Tk', D) and is added to the values under the weights (Shaw's ``a^V_ij``).
 
 Additive absolute encodings act before the Q/K/V projections, so they live in
-:mod:`posenc_ref.attention_pipeline`.
+:mod:`posenc_ref.attention_pipeline`. :mod:`posenc_ref.attention_positional` builds the
+plug-ins of RoPE, Shaw and Transformer-XL from their modules (ALiBi and T5 are ``bias`` arrays
+from :func:`~posenc_ref.alibi.alibi_bias` and :func:`~posenc_ref.t5.t5_bias`).
 
 Blockwise path
 --------------
@@ -225,9 +227,10 @@ def attention(
     SpecError
         ``invalid_shape``: wrong ranks, ``H`` not a multiple of ``Hkv``, mismatched D, B or
         Tk, masks or bias not broadcastable, positions of the wrong length.
-        ``invalid_argument``: non-finite inputs, ``window < 1``, ``scale`` not finite, a
-        plug-in without positions, unknown ``alignment``/``fully_masked``, a fully masked row
-        under ``"error"``, ``block_size`` together with ``return_weights``.
+        ``invalid_argument``: non-finite inputs, ``window < 1``, ``scale`` not finite,
+        ``softmax_multiplier`` not a finite number > 0, a plug-in without positions, unknown
+        ``alignment``/``fully_masked``, a fully masked row under ``"error"``, ``block_size``
+        together with ``return_weights``.
 
     Examples
     --------
