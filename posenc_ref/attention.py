@@ -174,6 +174,7 @@ def attention(
     /,
     *,
     scale: float | None = None,
+    softmax_multiplier: float = 1.0,
     causal: bool = False,
     alignment: Alignment = "bottom_right",
     window: int | None = None,
@@ -187,7 +188,6 @@ def attention(
     fully_masked: FullyMasked = "zeros",
     return_weights: bool = False,
     block_size: int | None = None,
-    softmax_multiplier: float = 1.0,
 ) -> F64 | tuple[F64, F64]:
     """Scaled dot-product attention in float64 with grouped heads, masks and positional plug-ins.
 
@@ -273,6 +273,7 @@ def prepare_pass(
     /,
     *,
     scale: float | None = None,
+    softmax_multiplier: float = 1.0,
     causal: bool = False,
     alignment: Alignment = "bottom_right",
     window: int | None = None,
@@ -284,7 +285,6 @@ def prepare_pass(
     qk_transform: QKTransform | None = None,
     logits_term: LogitsTerm | None = None,
     fully_masked: FullyMasked = "zeros",
-    softmax_multiplier: float = 1.0,
 ) -> Pass:
     """Validate the arguments of :func:`attention` and resolve masks and the q/k transform."""
     func = "attention"
