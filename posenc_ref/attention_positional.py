@@ -20,6 +20,11 @@ Conventions
 -----------
 * Shaw and Transformer-XL read 1-D positions (one position set for the whole batch), as
   their modules do; ALiBi, T5 and RoPE also take (B, T) positions.
+* Shaw and Transformer-XL define relative positions within one sequence: every query
+  position must be a key position. The plug-ins see one key block at a time on the blockwise
+  path, so they cannot check it; check the whole position sets once with
+  :func:`~posenc_ref.shaw.check_self_attention_positions` (the ``attention.shaw`` and
+  ``attention.xl`` ops do).
 * Transformer-XL's ``u``, ``v`` are per query head, shape (H, D), and ``W_R`` is per head,
   shape (H, D_r, D) (the original ``r_net`` output split into heads).
 """
@@ -113,9 +118,12 @@ def shaw_terms(rel_keys: Any, rel_values: Any, /, *, max_relative_position: int,
                         f"K={max_relative_position}, got {keys.shape} and {values.shape}", category="invalid_shape")
 
     def term(q: F64, k: F64, q_positions: NDArray[np.int64], k_positions: NDArray[np.int64]) -> tuple[F64, F64]:
-        index = shaw_relative_index(_one_d(func, "q_positions", q_positions),
-                                    _one_d(func, "k_positions", k_positions),
-                                    max_relative_position=max_relative_position, sign=sign)  # (Tq, Tk)
+        q_pos, k_pos = _one_d(func, "q_positions", q_positions), _one_d(func, "k_positions", k_positions)
+        # Note: the blockwise path hands over one key block, which need not hold the query
+        # positions; the query positions are appended as keys so the module's self-attention
+        # rule is met, and only the block's columns are kept.
+        index = shaw_relative_index(q_pos, np.concatenate([k_pos, q_pos]), max_relative_position=max_relative_position,
+                                    sign=sign)[:, :k_pos.size]  # (Tq, Tk)
         per_distance = q @ keys.T  # (B, H, Tq, 2K + 1): q_i . A^K[r] for every table row
         t: F64 = np.take_along_axis(per_distance, np.broadcast_to(index, q.shape[:2] + index.shape), axis=-1)
         return t, values[index]  # u: (Tq, Tk, D)

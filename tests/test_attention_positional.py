@@ -163,3 +163,15 @@ def test_bad_plug_in_tables():
     with pytest.raises(SpecError, match="xl_terms: u, v and w_r are for H=2"):
         attention(q, q, q, q_positions=np.arange(3), k_positions=np.arange(3),
                   logits_term=xl_terms(np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((2, 2, 2))))
+
+
+@pytest.mark.parametrize("scheme", (*SCHEMES, "xl"))
+def test_blockwise_path_with_each_scheme_equals_the_direct_path(scheme):
+    """Key blocks hand the plug-ins key-position slices; the term of key j must not depend on the block."""
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.normal(size=(2, 2, 7, 8)) for _ in range(3))
+    positions = np.arange(7) + 3
+    kwargs = _plug_in(scheme, np.random.default_rng(6), 2, 8, positions, positions)
+    direct = attention(q, k, v, causal=True, **kwargs)
+    blocks = attention(q, k, v, causal=True, block_size=3, **kwargs)
+    np.testing.assert_allclose(blocks, direct, rtol=0, atol=64 * np.finfo(float).eps)

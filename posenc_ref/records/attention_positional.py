@@ -16,6 +16,7 @@ from posenc_ref.alibi import alibi_bias
 from posenc_ref.attention import ALIGNMENTS, attention
 from posenc_ref.attention_positional import rope_qk, shaw_terms, xl_terms
 from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.shaw import check_self_attention_positions
 from posenc_ref.t5 import t5_bias
 
 F64 = NDArray[np.float64]
@@ -55,6 +56,7 @@ def attention_shaw_case(q: Any, k: Any, v: Any, q_positions: Any, k_positions: A
                         rel_values: Any, /, *, max_relative_position: int, sign: Any = "key_minus_query",
                         **params: Any) -> tuple[F64, F64]:
     """Attention with Shaw's key term inside the scale and value term under the weights."""
+    check_self_attention_positions("attention.shaw", q_positions, k_positions)
     term = shaw_terms(rel_keys, rel_values, max_relative_position=max_relative_position, sign=sign)
     return _pair(attention(q, k, v, q_positions=q_positions, k_positions=k_positions, logits_term=term,
                            return_weights=True, **params))
@@ -63,6 +65,7 @@ def attention_shaw_case(q: Any, k: Any, v: Any, q_positions: Any, k_positions: A
 def attention_xl_case(q: Any, k: Any, v: Any, q_positions: Any, k_positions: Any, u_bias: Any, v_bias: Any,
                       w_r: Any, /, *, base: float = 10000.0, **params: Any) -> tuple[F64, F64]:
     """Attention with Transformer-XL's terms (b)-(d) as the logits term."""
+    check_self_attention_positions("attention.xl", q_positions, k_positions)
     term = xl_terms(u_bias, v_bias, w_r, base=base)
     return _pair(attention(q, k, v, q_positions=q_positions, k_positions=k_positions, logits_term=term,
                            return_weights=True, **params))
@@ -239,6 +242,10 @@ XL = OpRecord(
         Case("attention.xl.error.bias_width", {},
              _inputs(1, 2, 2, 4, _A(4), _A(4), u_bias=(2, 3), v_bias=(2, 3), w_r=(2, 4, 4)),
              "error: content and position biases of width 3 for D=4", kind="error", error="invalid_shape"),
+        Case("attention.xl.error.cross_positions", {},
+             _inputs(1, 2, 2, 4, [10, 11], _A(4), u_bias=(2, 4), v_bias=(2, 4), w_r=(2, 4, 4)),
+             "error: query positions 10, 11 that are not key positions (cross-attention is not defined)",
+             kind="error", error="invalid_argument"),
     ),
 )
 
