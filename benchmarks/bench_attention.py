@@ -14,6 +14,7 @@ the blockwise case to T=8192 for a smoke run).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import tracemalloc
@@ -48,6 +49,8 @@ def verdict(ok: bool) -> str:
 def main(argv: list[str]) -> int:
     rng = np.random.default_rng(0)
     failures = 0
+    # the machine's load changes every figure below: print it with them
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, NumPy {np.__version__}")
     b, h, t, d = 1, 8, 2048, 64
     q, k, v = (rng.normal(size=(b, h, t, d)) for _ in range(3))
     ours = best_of(lambda: attention(q, k, v))
@@ -66,7 +69,8 @@ def main(argv: list[str]) -> int:
         sdpa = best_of(lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv))
         ok = ours <= 2.0 * sdpa
         failures += not ok
-        print(f"torch SDPA CPU float64 {sdpa * 1e3:.1f} ms, ratio {ours / sdpa:.2f} (bar 2x) {verdict(ok)}")
+        print(f"torch {torch.__version__} SDPA CPU float64 {sdpa * 1e3:.1f} ms, ratio {ours / sdpa:.2f} (bar 2x) "
+              f"{verdict(ok)}")
 
     t_long = 8192 if "--quick" in argv else 32768
     q, k, v = (rng.normal(size=(1, 1, t_long, d)) for _ in range(3))

@@ -23,9 +23,16 @@ Conventions
 * **Head grouping:** query head ``h`` reads kv head ``g(h) = h // (H // Hkv)`` (contiguous
   groups: flash-attn, torch SDPA ``enable_gqa``, HF ``repeat_kv``, ONNX ``Attention``). The
   modulo mapping ``h % Hkv`` is a known bug class (mutant ``gqa-modulo``).
-* **Scale:** ``1/sqrt(D)`` unless given; it multiplies the dot product *after* the reduction
-  (and multiplies the logits term, see below). DeepSeek's YaRN multiplier is an explicit
-  ``scale = D**-0.5 * mscale**2``; T5 uses ``scale=1``.
+* **Scale:** ``1/sqrt(D)`` unless given, times ``softmax_multiplier`` (default 1); it
+  multiplies the dot product *after* the reduction (and multiplies the logits term, see
+  below). T5 uses ``scale=1``. ``softmax_multiplier`` is DeepSeek's YaRN factor: DeepSeek-V2/V3
+  (``modeling_deepseek.py``, transformers ``DeepseekV3Attention``) set
+  ``softmax_scale = qk_head_dim**-0.5 * mscale**2`` with ``mscale = 0.1 * mscale_all_dim *
+  ln(factor) + 1`` whenever ``rope_scaling`` is YaRN with ``mscale_all_dim`` set; that
+  ``mscale**2`` is the ``softmax_scale`` output of ``rope.inv_freq``
+  (:func:`posenc_ref.rope_scaling.rope_inv_freq`, 1.8738542070926265 for DeepSeek-V3),
+  while the cos/sin ``attention_factor`` it returns is the ratio of the two mscales (1.0 for
+  V3). Leaving the multiplier out is the mutant ``missing-softmax-multiplier``.
 * **Causal alignment** (``alignment``) places query row ``i`` at key index ``i + offset``:
   ``"top_left"`` (offset 0; torch SDPA ``is_causal=True``, ONNX Runtime CPU) or
   ``"bottom_right"`` (offset ``Tk - Tq``; flash-attn ``causal=True``, ONNX ``Attention`` with a
@@ -74,7 +81,9 @@ required whenever ``qk_transform`` or ``logits_term`` is given; masks never read
     (B, H, Tq, Tk', D) and is added to the values under the weights (Shaw's ``a^V_ij``).
 
 Additive absolute encodings act before the Q/K/V projections, so they live in
-:mod:`posenc_ref.attention_pipeline`.
+:mod:`posenc_ref.attention_pipeline`. :mod:`posenc_ref.attention_positional` builds the
+plug-ins of RoPE, Shaw and Transformer-XL from their modules (ALiBi and T5 are ``bias`` arrays
+from :func:`~posenc_ref.alibi.alibi_bias` and :func:`~posenc_ref.t5.t5_bias`).
 
 Blockwise path
 --------------
@@ -165,6 +174,7 @@ def attention(
     /,
     *,
     scale: float | None = None,
+    softmax_multiplier: float = 1.0,
     causal: bool = False,
     alignment: Alignment = "bottom_right",
     window: int | None = None,
@@ -187,6 +197,9 @@ def attention(
         Queries (B, H, Tq, D), keys and values (B, Hkv, Tk, D); ``H % Hkv == 0``.
     scale
         Logit scale; ``None`` means ``1/sqrt(D)``.
+    softmax_multiplier
+        Multiplies the scale (DeepSeek's YaRN ``mscale**2``, the ``softmax_scale`` output of
+        :func:`~posenc_ref.rope_scaling.rope_inv_freq`); finite and > 0.
     causal, alignment, window
         Structural masks (see the module notes); ``window`` is an int >= 1 or ``None``.
     mask, key_padding_mask
@@ -214,9 +227,10 @@ def attention(
     SpecError
         ``invalid_shape``: wrong ranks, ``H`` not a multiple of ``Hkv``, mismatched D, B or
         Tk, masks or bias not broadcastable, positions of the wrong length.
-        ``invalid_argument``: non-finite inputs, ``window < 1``, ``scale`` not finite, a
-        plug-in without positions, unknown ``alignment``/``fully_masked``, a fully masked row
-        under ``"error"``, ``block_size`` together with ``return_weights``.
+        ``invalid_argument``: non-finite inputs, ``window < 1``, ``scale`` not finite,
+        ``softmax_multiplier`` not a finite number > 0, a plug-in without positions, unknown
+        ``alignment``/``fully_masked``, a fully masked row under ``"error"``, ``block_size``
+        together with ``return_weights``.
 
     Examples
     --------
@@ -242,6 +256,7 @@ def attention(
         q, k, v, scale=scale, causal=causal, alignment=alignment, window=window, mask=mask,
         key_padding_mask=key_padding_mask, bias=bias, q_positions=q_positions, k_positions=k_positions,
         qk_transform=qk_transform, logits_term=logits_term, fully_masked=fully_masked,
+        softmax_multiplier=softmax_multiplier,
     )
     if return_weights:
         return direct(spec)
@@ -258,6 +273,7 @@ def prepare_pass(
     /,
     *,
     scale: float | None = None,
+    softmax_multiplier: float = 1.0,
     causal: bool = False,
     alignment: Alignment = "bottom_right",
     window: int | None = None,
@@ -292,6 +308,8 @@ def prepare_pass(
     if window is not None:
         window = check_int(func, "window", window, minimum=1)
     factor = 1.0 / np.sqrt(d) if scale is None else check_float(func, "scale", scale)
+    multiplier = check_float(func, "softmax_multiplier", softmax_multiplier, positive=True)
+    factor = factor * multiplier  # Note: DeepSeek multiplies the scale itself, not the logits after it
     target = (b, h, tq, tk)
     additive = None if mask is None else _mask_array(func, mask, target)
     padding = None

@@ -5,13 +5,13 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from posenc_ref import corpus
+
 # CI runs the property tests on a fixed set of examples (a red CI must mean a change broke
 # something); local runs explore new examples every time.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
-
-from posenc_ref import corpus
 
 pytest_plugins = ["pytester"]
 

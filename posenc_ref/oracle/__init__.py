@@ -18,12 +18,13 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import absolute, attention, bias, relative, rope
+from posenc_ref.oracle import absolute, attention, attention_positional, bias, relative, rope
 from posenc_ref.oracle._common import DPS, Oracle, to_float64
 
 ORACLES: Final[dict[str, Oracle]] = {
     **absolute.ORACLES,
     **attention.ORACLES,
+    **attention_positional.ORACLES,
     **relative.ORACLES,
     **rope.ORACLES,
     **bias.ORACLES,

@@ -43,17 +43,24 @@ def _softmax_row(logits: list[Any]) -> list[Any] | None:
     return [e / total for e in exps]
 
 
+def _at(values: Any, index: tuple[int, ...]) -> Any:
+    """One element of a stored float64 array, or of a function of the index returning an mpf."""
+    return values(*index) if callable(values) else mpmath.mpf(float(values[index]))
+
+
 def _attend(q: Any, k: Any, v: Any, params: Mapping[str, Any], keep: Any = None, additive: Any = None,
             bias: Any = None, term: Any = None, value_term: Any = None) -> tuple[Any, Any]:
     """Nested lists of mpf: q [b][h][i][d], k/v [b][g][j][d]; returns (output, weights), ``None`` rows for empty.
 
     ``term`` [b, h, i, j] joins the dot product inside the scale; ``value_term`` [b, h, i, j, d]
-    joins value ``j`` under the weights.
+    joins value ``j`` under the weights; ``bias`` [b, h, i, j] joins the scaled logit. Each is a
+    float64 array or a function of the index returning an mpf.
     """
     b_size, h_size, tq = len(q), len(q[0]), len(q[0][0])
     hkv, tk, dim = len(k[0]), len(k[0][0]), len(k[0][0][0])
     group = h_size // hkv
     scale = mpmath.mpf(params["scale"]) if params["scale"] is not None else 1 / mpmath.sqrt(dim)
+    scale *= mpmath.mpf(params.get("softmax_multiplier", 1.0))
     out: list[Any] = []
     weights: list[Any] = []
     for b in range(b_size):
@@ -74,10 +81,10 @@ def _attend(q: Any, k: Any, v: Any, params: Mapping[str, Any], keep: Any = None,
                         continue
                     dot = mpmath.fsum(q[b][h][i][d] * k[b][g][j][d] for d in range(dim))
                     if term is not None:
-                        dot += mpmath.mpf(float(term[b, h, i, j]))
+                        dot += _at(term, (b, h, i, j))
                     s = scale * dot
                     if bias is not None:
-                        s += mpmath.mpf(float(bias[b, h, i, j]))
+                        s += _at(bias, (b, h, i, j))
                     if additive is not None:
                         s += mpmath.mpf(float(additive[b, h, i, j]))
                     logits.append(s)
@@ -89,7 +96,7 @@ def _attend(q: Any, k: Any, v: Any, params: Mapping[str, Any], keep: Any = None,
                 if value_term is None:
                     out_h.append([mpmath.fsum(p[j] * v[b][g][j][d] for j in range(tk)) for d in range(dim)])
                 else:
-                    out_h.append([mpmath.fsum(p[j] * (v[b][g][j][d] + mpmath.mpf(float(value_term[b, h, i, j, d])))
+                    out_h.append([mpmath.fsum(p[j] * (v[b][g][j][d] + _at(value_term, (b, h, i, j, d)))
                                               for j in range(tk)) for d in range(dim)])
                 w_h.append(p)
             out_b.append(out_h)

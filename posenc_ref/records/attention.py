@@ -16,6 +16,8 @@ from posenc_ref.attention import ALIGNMENTS, FULLY_MASKED, attention
 from posenc_ref.attention_pipeline import PE_PLACEMENTS, attention_layer
 from posenc_ref.errors import ErrorCategory, SpecError
 from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.records import attention_positional
+from posenc_ref.rope_scaling import rope_inv_freq
 from posenc_ref.sinusoidal import sinusoidal_table
 
 F64 = NDArray[np.float64]
@@ -69,6 +71,9 @@ FULLY_MASKED_PARAM = Param(
     doc="what a query row with every key masked produces",
 )
 
+_DEEPSEEK_V3_MULTIPLIER = float(rope_inv_freq(
+    dim=64, rope_type="yarn", factor=40.0, original_max_position=4096, beta_fast=32.0, beta_slow=1.0, mscale=1.0,
+    mscale_all_dim=1.0)[2][0])
 _TRUE_MASK = np.ones((1, 1, 1, 1), dtype=bool)
 _ZERO_BIAS = np.zeros((1, 1, 1, 1))
 
@@ -152,7 +157,10 @@ def _attention_cases() -> tuple[Case, ...]:
         Case("attention.scale.unscaled", {"scale": 1.0}, _qkv(1, 2, 2, 5, 5, 8),
              "explicit scale=1 (T5 attention has no 1/sqrt(D))"),
         Case("attention.scale.explicit", {"scale": 0.2, "causal": True}, _qkv(1, 2, 2, 6, 6, 16),
-             "an explicit scale (as DeepSeek's D**-0.5 * mscale**2 would be), D=16"),
+             "an explicit scale, D=16"),
+        Case("attention.scale.deepseek_v3_multiplier", {"softmax_multiplier": _DEEPSEEK_V3_MULTIPLIER, "causal": True},
+             _qkv(1, 4, 4, 6, 6, 16),
+             "DeepSeek-V3 YaRN softmax multiplier (rope.inv_freq softmax_scale, factor 40) times 1/sqrt(D)"),
     ]
     for policy in ("zeros", "nan", "uniform"):
         cases.append(Case(
@@ -188,6 +196,8 @@ ATTENTION = OpRecord(
     outputs=(Output("output", "float64", "normwise"), Output("weights", "float64", "normwise")),
     params=(
         Param("scale", "float", None, doc="logit scale; None means 1/sqrt(D)"),
+        Param("softmax_multiplier", "float", 1.0,
+              doc="multiplies the scale: DeepSeek YaRN mscale**2 (rope.inv_freq softmax_scale), else 1"),
         Param("causal", "bool", False, doc="causal mask"),
         ALIGNMENT,
         Param("window", "int", None, doc="sliding window W >= 1: a causal query sees W keys including itself"),
@@ -292,4 +302,4 @@ PIPELINE = OpRecord(
     ),
 )
 
-RECORDS = (ATTENTION, TERMS, PIPELINE)
+RECORDS = (ATTENTION, TERMS, PIPELINE, *attention_positional.RECORDS)

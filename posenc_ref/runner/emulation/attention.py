@@ -9,25 +9,40 @@ mask rules are never restated here.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
+from posenc_ref.alibi import alibi_bias
 from posenc_ref.attention import prepare_pass
-from posenc_ref.attention_core import Pass
+from posenc_ref.attention_core import Pass, _term
 from posenc_ref.attention_pipeline import attention_layer
+from posenc_ref.attention_positional import rope_qk, shaw_terms, xl_terms
 from posenc_ref.records.attention import attention_case, attention_terms_case
+from posenc_ref.records.attention_positional import RECORDS as POSITIONAL
 from posenc_ref.runner.emulation._common import Emulation
+from posenc_ref.t5 import t5_bias
+
+OPS_BY_NAME: Final = {record.name: record for record in POSITIONAL}
 
 
 def _pass_lowp(p: Pass, ct: type) -> tuple[NDArray[Any], NDArray[Any]]:
-    """Output and weights of a validated pass computed in dtype ``ct``."""
+    """Output and weights of a validated pass computed in dtype ``ct``.
+
+    A logits term and value term (Shaw, Transformer-XL) are taken from the reference's
+    plug-in and rounded to ``ct`` before they join the float32 arithmetic.
+    """
     group = p.groups
     q: NDArray[Any] = p.q.astype(ct)
     k: NDArray[Any] = np.repeat(p.k.astype(ct), group, axis=1)  # (B, H, Tk, D)
     v: NDArray[Any] = np.repeat(p.v.astype(ct), group, axis=1)
-    s: NDArray[Any] = (q @ k.transpose(0, 1, 3, 2)) * ct(p.scale)
+    t, u = _term(p, 0, p.k.shape[2], (q.shape[0], q.shape[1], q.shape[2], p.k.shape[2]))
+    s: NDArray[Any] = q @ k.transpose(0, 1, 3, 2)
+    if t is not None:
+        s = s + t.astype(ct)
+    s = s * ct(p.scale)
     if p.bias is not None:
         s = s + p.bias.astype(ct)
     if p.additive is not None:
@@ -44,8 +59,10 @@ def _pass_lowp(p: Pass, ct: type) -> tuple[NDArray[Any], NDArray[Any]]:
         w[rows] = np.nan
     elif p.fully_masked == "uniform":
         w[rows] = ct(1.0 / w.shape[-1])
-    out: NDArray[Any] = (w @ v).astype(ct)
-    return out, w.astype(ct)
+    out: NDArray[Any] = w @ v
+    if u is not None:
+        out = out + np.einsum("bhqk,bhqkd->bhqd", w, np.broadcast_to(u.astype(ct), w.shape + (v.shape[-1],)))
+    return out.astype(ct), w.astype(ct)
 
 
 def _attention(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type,
@@ -105,7 +122,42 @@ def _pipeline(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct:
     return {"output": y.astype(ct)}
 
 
+def _positional(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type,
+                at: type, *, op: str) -> dict[str, NDArray[Any]]:
+    """A scheme plugged in: inputs rounded to ``ct``, the plug-in from the reference, the pass in ``ct``."""
+    record = OPS_BY_NAME[op]
+    record.call(params, inputs)  # the reference's validation and errors
+    rounded: dict[str, Any] = {n: a.astype(ct).astype(np.float64) if a.dtype.kind == "f" else a
+                               for n, a in inputs.items()}
+    q, k, v = rounded["q"], rounded["k"], rounded["v"]
+    common: dict[str, Any] = {n: params[n] for n in ("scale", "softmax_multiplier", "causal", "alignment")
+                              if n in params}
+    positions: dict[str, Any] = {"q_positions": rounded["q_positions"], "k_positions": rounded["k_positions"]}
+    if op == "attention.rope":
+        spec = prepare_pass(q, k, v, qk_transform=rope_qk(base=params["base"], layout=params["layout"]),
+                            **positions, **common)
+    elif op == "attention.alibi":
+        bias = alibi_bias(positions["q_positions"], positions["k_positions"], num_heads=q.shape[1],
+                          form=params["form"])
+        spec = prepare_pass(q, k, v, bias=bias, **common)
+    elif op == "attention.t5":
+        bias = t5_bias(positions["q_positions"], positions["k_positions"], rounded["table"],
+                       num_buckets=params["num_buckets"], max_distance=params["max_distance"],
+                       direction=params["direction"])
+        spec = prepare_pass(q, k, v, bias=bias, **common)
+    elif op == "attention.shaw":
+        term = shaw_terms(rounded["rel_keys"], rounded["rel_values"],
+                          max_relative_position=params["max_relative_position"], sign=params["sign"])
+        spec = prepare_pass(q, k, v, logits_term=term, **positions, **common)
+    else:
+        term = xl_terms(rounded["u_bias"], rounded["v_bias"], rounded["w_r"], base=params["base"])
+        spec = prepare_pass(q, k, v, logits_term=term, **positions, **common)
+    out, weights = _pass_lowp(spec, ct)
+    return {"output": out, "weights": weights}
+
+
 EMULATIONS: Final[dict[str, Emulation]] = {
+    **{op: partial(_positional, op=op) for op in OPS_BY_NAME},
     "attention": _attention,
     "attention.terms": _terms,
     "attention.pipeline": _pipeline,

@@ -12,12 +12,16 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.attention import prepare_pass
+from posenc_ref.alibi import alibi_bias
+from posenc_ref.attention import attention, prepare_pass
 from posenc_ref.attention_core import Pass
+from posenc_ref.attention_positional import rope_qk
 from posenc_ref.records.attention import attention_case, attention_terms_case
+from posenc_ref.records.attention_positional import attention_alibi_case, attention_rope_case
 from posenc_ref.runner.mutants._common import Mutant, swap, with_params
 
 _ARRAYS: Final = ("q", "k", "v", "mask", "key_padding_mask", "bias")
+_POSITIONAL: Final = ("q", "k", "v", "q_positions", "k_positions")
 
 
 def _pass(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], **changes: Any) -> Pass:
@@ -96,6 +100,28 @@ def _term_after_scale(op: str, params: Mapping[str, Any], inputs: Mapping[str, N
     return out
 
 
+def _no_multiplier(op: str, params: dict[str, Any]) -> None:
+    if "softmax_multiplier" in params:
+        params["softmax_multiplier"] = 1.0  # DeepSeek's mscale**2 dropped: plain D**-0.5
+
+
+def _rope_on_values(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    attention_rope_case(*(inputs[n] for n in _POSITIONAL), **params)  # the reference's errors stay
+    rotate = rope_qk(base=params["base"], layout=params["layout"])
+    v, _ = rotate(np.asarray(inputs["v"], dtype=np.float64), np.asarray(inputs["k"], dtype=np.float64),
+                  inputs["k_positions"], inputs["k_positions"])  # v rotated at the key positions
+    return attention_rope_case(inputs["q"], inputs["k"], v, inputs["q_positions"], inputs["k_positions"], **params)
+
+
+def _bias_inside_scale(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    attention_alibi_case(*(inputs[n] for n in _POSITIONAL), **params)
+    q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
+    bias = alibi_bias(inputs["q_positions"], inputs["k_positions"], num_heads=q.shape[1], form=params["form"])
+    scale = (params.get("scale") or q.shape[-1] ** -0.5) * params.get("softmax_multiplier", 1.0)
+    kwargs = {n: params[n] for n in ("causal", "alignment") if n in params}
+    return attention(q, k, v, bias=bias * scale, scale=scale, return_weights=True, **kwargs)  # (q.k + b) * scale
+
+
 MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("causal-alignment-swapped", "top-left and bottom-right causal alignment exchanged (Tq != Tk)",
            "torch SDPA is_causal (top-left) vs flash-attn flash_attn_func causal (bottom-right, its docstring)",
@@ -116,4 +142,17 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            "the lesson card's 'adding position AFTER the first block'", ("attention.pipeline",),
            with_params(swap("pe_placement", {"input": "after_block", "after_block": "input"})),
            diagnosis="pe_placement="),
+    Mutant("missing-softmax-multiplier", "DeepSeek's YaRN softmax multiplier (mscale**2) left out of the scale",
+           "DeepSeek-V2/V3 softmax_scale = qk_head_dim**-0.5 * mscale**2; ports that keep only D**-0.5",
+           ("attention", "attention.rope"), with_params(_no_multiplier)),
+    Mutant("rope-on-values", "RoPE applied to the values as well as to q and k",
+           "RoFormer eq. 14 rotates q and k only; a port that rotates every projection", ("attention.rope",),
+           _rope_on_values),
+    Mutant("rope-layout-swapped-in-attention", "RoPE pairs taken in the other layout inside attention",
+           "HF rotate_half vs Meta Llama interleaved pairs (checkpoint permuted for one, run with the other)",
+           ("attention.rope",), with_params(swap("layout", {"half": "interleaved", "interleaved": "half"})),
+           diagnosis="layout="),
+    Mutant("alibi-bias-inside-scale", "the ALiBi bias added before the 1/sqrt(D) scale instead of after it",
+           "Press et al. add m * distance to q . k^T after scaling (fairseq, HF BLOOM baddbmm beta=1, alpha=scale)",
+           ("attention.alibi",), _bias_inside_scale),
 )
