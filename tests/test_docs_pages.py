@@ -16,7 +16,7 @@ QUOTED = [(page, m.group(1), m.group(2)) for page in sorted(DOCS.glob("*.md"))
 
 def test_scheme_pages_quote_their_case_listings():
     assert {pattern for _, pattern, _ in QUOTED} >= {
-        "sinusoidal.*", "grid2d.*", "rope.*", "alibi.*", "t5.*", "deberta.*", "shaw.*", "transformer_xl.*",
+        "sinusoidal.*", "grid2d.*", "learned.*", "rope.*", "alibi.*", "t5.*", "deberta.*", "shaw.*", "transformer_xl.*",
         "resample.*", "attention*"}
 
 
