@@ -63,6 +63,9 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers l
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
+    Rejected,
+    base_value,
+    choice,
     integer,
     positions,
     require,
@@ -231,6 +234,379 @@ def embedding(dtype: str = "float64") -> Adapter:
                     tuple(TORCH_DTYPES), _embedding, {"out_of_range": ("error",)})
 
 
+# ------------------------------------------------------- transformers RoPE, T5, ALiBi, DeBERTa ---
+
+def _invalid(message: str) -> Rejected:
+    return Rejected("invalid_argument", message)
+
+
+def _shape(message: str) -> Rejected:
+    return Rejected("invalid_shape", message)
+
+
+def _finite_float(name: str, value: Any, *, positive: bool = False, minimum: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise _invalid(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not np.isfinite(number) or (positive and number <= 0) or (minimum is not None and number < minimum):
+        bound = "> 0" if positive else f">= {minimum}" if minimum is not None else "finite"
+        raise _invalid(f"{name} must be finite and {bound}, got {value!r}")
+    return number
+
+
+def _required(p: Mapping[str, Any], name: str, hf_name: str) -> Any:
+    if p.get(name) is None:
+        raise _invalid(f"rope_type={p['rope_type']!r} needs {name} ({hf_name} in transformers' rope_parameters)")
+    return p[name]
+
+
+ROPE_INIT_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "proportional")
+
+
+def _rope_parameters(p: Mapping[str, Any]) -> tuple[dict[str, Any], int, int | None]:
+    """Our ``rope.inv_freq`` parameters as transformers ``rope_parameters``, the head_dim and ``seq_len``.
+
+    The wrapper's checks (transformers' init functions validate nothing): even ``dim``, a known
+    type, required parameters present, ``factor >= 1`` (linear, dynamic, yarn, llama3),
+    ``low_freq_factor < high_freq_factor``, ``0 < partial_rotary_factor <= 1``, ``base > 0``.
+    transformers' dynamic bracket uses ``max(context_length, M)`` and is always >= 1.
+    """
+    rope_type = choice("rope_type", p["rope_type"], ROPE_INIT_TYPES + ("ntk_aware", "longrope"))
+    dim = integer("dim", p["dim"], 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    base = base_value(p["base"])
+    out: dict[str, Any] = {"rope_type": rope_type, "rope_theta": base}
+    rho = _finite_float("partial_rotary_factor", p["partial_rotary_factor"], positive=True)
+    if rho > 1:
+        raise _invalid(f"partial_rotary_factor must be in (0, 1], got {rho}")
+    seq_len = None
+    if rope_type in ("linear", "dynamic", "yarn", "llama3"):
+        factor = _finite_float("factor", _required(p, "factor", "factor"), minimum=1.0)
+        out["factor"] = factor
+    if rope_type == "proportional":
+        out["partial_rotary_factor"] = rho
+        if p.get("factor") is not None:
+            out["factor"] = _finite_float("factor", p["factor"], positive=True)
+    if rope_type in ("dynamic", "yarn", "llama3"):
+        out["original_max_position_embeddings"] = integer(
+            "original_max_position", _required(p, "original_max_position", "original_max_position_embeddings"), 1)
+    if rope_type == "dynamic":
+        seq_len = integer("context_length", _required(p, "context_length", "max(position_ids) + 1"), 1)
+    if rope_type == "yarn":
+        for name in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"):
+            if p.get(name) is not None:
+                out[name] = _finite_float(name, p[name])
+        out["truncate"] = bool(p["truncate"])
+    if rope_type == "llama3":
+        low = _finite_float("low_freq_factor", _required(p, "low_freq_factor", "low_freq_factor"), positive=True)
+        high = _finite_float("high_freq_factor", _required(p, "high_freq_factor", "high_freq_factor"), positive=True)
+        if low >= high:
+            raise _invalid(f"low_freq_factor must be < high_freq_factor, got {low} and {high}")
+        out.update(low_freq_factor=low, high_freq_factor=high)
+    return out, dim, seq_len
+
+
+def _llama_config(rope_parameters: Mapping[str, Any], head_dim: int, max_position: int) -> Any:
+    config_cls = require("transformers", "torch").LlamaConfig
+    return config_cls(hidden_size=head_dim, num_attention_heads=1, num_key_value_heads=1, head_dim=head_dim,
+                      max_position_embeddings=max_position, rope_parameters=dict(rope_parameters))
+
+
+def _rope_init(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    rope_parameters, dim, seq_len = _rope_parameters(params)
+    rope_type = rope_parameters["rope_type"]
+    trained = rope_parameters.get("original_max_position_embeddings", 4096)
+    if rope_type == "dynamic":  # transformers' dynamic M is max_position_embeddings
+        rope_parameters.pop("original_max_position_embeddings")
+    # yarn and llama3: max_position_embeddings = factor * original, as their configs have it
+    max_position = int(round(rope_parameters["factor"] * trained)) if rope_type in ("yarn", "llama3") else trained
+    config = _llama_config(rope_parameters, dim, max_position)
+    if rope_type == "default":
+        llama = _transformers("llama.modeling_llama")
+        inv_freq, attention_factor = llama.LlamaRotaryEmbedding.compute_default_rope_parameters(config)
+    else:
+        init = require("transformers.modeling_rope_utils", "torch").ROPE_INIT_FUNCTIONS[rope_type]
+        inv_freq, attention_factor = init(config, None, seq_len)
+    mscale = 1.0  # DeepSeek-V3's attention multiplies its softmax scale for yarn only
+    if rope_type == "yarn":
+        mscale = _transformers("deepseek_v3.modeling_deepseek_v3").yarn_apply_mscale(config.rope_parameters, 1.0)
+    return (_numpy(inv_freq), np.array([float(attention_factor)]), np.array([float(mscale)]))
+
+
+def _rope_x(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+            layouts: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+    """``rope.apply``'s wrapper checks: x (B, H, T, D) as BHTD, positions (B, T), rotary_dim."""
+    choice("layout", params["layout"], ("half", "interleaved", "interleaved_to_half"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    choice("partial", params["partial"], ("prefix", "proportional"))
+    _finite_float("attention_factor", params["attention_factor"], positive=True)
+    base_value(params["base"])
+    x = np.asarray(inputs["x"], dtype=np.float64)
+    if x.ndim != 4:
+        raise _shape(f"x must be (B, H, T, D) or (B, T, H, D), got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise _invalid("x must be finite")
+    if x_layout == "BTHD":
+        x = x.transpose(0, 2, 1, 3)
+    d = x.shape[-1]
+    if d % 2:
+        raise _invalid(f"the head width must be even, got {d}")
+    rotary = d if params.get("rotary_dim") is None else integer("rotary_dim", params["rotary_dim"], 2)
+    if rotary % 2 or rotary > d:
+        raise _invalid(f"rotary_dim must be even and <= {d}, got {rotary}")
+    pos = positions("positions", inputs["positions"])
+    if pos.shape[-1] != x.shape[2] or pos.ndim > 2 or (pos.ndim == 2 and pos.shape[0] != x.shape[0]):
+        raise _shape(f"positions must be (T,) or (B, T) with T={x.shape[2]}, got {pos.shape}")
+    choice("layout", params["layout"], layouts)  # a layout the library does not rotate in, after the checks
+    return x, np.broadcast_to(pos, (x.shape[0], x.shape[2])), rotary
+
+
+def _back(y: Any, x_layout: str) -> np.ndarray:
+    return _numpy(y.transpose(1, 2) if x_layout == "BTHD" else y)
+
+
+def _llama_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    x, pos, rotary = _rope_x(params, inputs, ("half",))
+    llama = _transformers("llama.modeling_llama")
+    config = _llama_config({"rope_type": "default", "rope_theta": base_value(params["base"])}, rotary, 4096)
+    embedding = llama.LlamaRotaryEmbedding(config)
+    embedding.attention_scaling = float(params["attention_factor"])  # what a yarn init sets
+    xt = torch.from_numpy(x).to(torch.float32)
+    with torch.no_grad():
+        cos, sin = embedding(xt, torch.from_numpy(np.ascontiguousarray(pos)))  # (B, T, rotary), float32
+        if rotary == x.shape[-1]:
+            y, _ = llama.apply_rotary_pos_emb(xt, xt, cos, sin)
+        else:  # GPT-NeoX rotates the prefix cos.shape[-1] and passes the rest through
+            y, _ = _transformers("gpt_neox.modeling_gpt_neox").apply_rotary_pos_emb(xt, xt, cos, sin)
+    return _back(y, params["x_layout"])
+
+
+def _gptj_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    x, pos, rotary = _rope_x(params, inputs, ("interleaved",))
+    gptj = _transformers("gptj.modeling_gptj")
+    table = gptj.create_sinusoidal_positions(int(pos.max()) + 1, rotary)  # (N, rotary): [sin | cos], base 10^4
+    sincos = table[torch.from_numpy(np.ascontiguousarray(pos))]  # (B, T, rotary)
+    sin, cos = torch.split(sincos, rotary // 2, dim=-1)
+    xt = torch.from_numpy(x).to(torch.float32).transpose(1, 2)  # GPT-J rotates (B, T, H, D)
+    with torch.no_grad():
+        y = torch.cat([gptj.apply_rotary_pos_emb(xt[..., :rotary], sin, cos), xt[..., rotary:]], dim=-1)
+    return _back(y.transpose(1, 2), params["x_layout"])
+
+
+def _llama_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    choice("width", params["width"], ("half", "full", "full_interleaved"))
+    factor = _finite_float("attention_factor", params["attention_factor"], positive=True)
+    inv_freq = np.asarray(inputs["inv_freq"], dtype=np.float64)
+    if inv_freq.ndim != 1 or inv_freq.size == 0:
+        raise _shape(f"inv_freq must be a non-empty (P,) array, got shape {inv_freq.shape}")
+    pos = positions("positions", inputs["positions"])
+    llama = _transformers("llama.modeling_llama")
+    embedding = llama.LlamaRotaryEmbedding(_llama_config({"rope_type": "default", "rope_theta": 10000.0},
+                                                         2 * inv_freq.size, 4096))
+    embedding.inv_freq = torch.from_numpy(inv_freq).to(torch.float32)  # the frequencies under test
+    embedding.attention_scaling = factor
+    flat = torch.from_numpy(pos.reshape(1, -1))
+    with torch.no_grad():
+        cos, sin = embedding(torch.zeros(1, dtype=torch.float32), flat)  # (1, N, 2P) = [freqs | freqs]
+    shape = pos.shape + (2 * inv_freq.size,)
+    return _numpy(cos.reshape(shape)), _numpy(sin.reshape(shape))
+
+
+def _t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    direction = choice("direction", params["direction"], ("bidirectional", "unidirectional"))
+    buckets = integer("num_buckets", params["num_buckets"], 1)
+    distance = integer("max_distance", params["max_distance"], 1)
+    exact = buckets // 2 // 2 if direction == "bidirectional" else buckets // 2
+    if exact < 1 or distance <= exact:  # log(0) and log(max_distance / max_exact) <= 0
+        raise _invalid(f"num_buckets={buckets}, max_distance={distance}: need an exact region >= 1 below max_distance")
+    rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+    t5 = _transformers("t5.modeling_t5")
+    return _numpy(t5.T5Attention._relative_position_bucket(torch.from_numpy(rel), bidirectional=direction == "bidirectional",
+                                                           num_buckets=buckets, max_distance=distance))
+
+
+def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    choice("distance_clamp", params["distance_clamp"], ("none",))
+    buckets = integer("position_buckets", params["position_buckets"], 1)
+    max_position = integer("max_relative_positions", params["max_relative_positions"], 1)
+    if buckets // 2 < 2 or max_position - 1 <= buckets // 2:  # log((max_position - 1) / mid) divides
+        raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
+                       f"got {buckets} and {max_position}")
+    rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+    deberta = _transformers("deberta_v2.modeling_deberta_v2")
+    return _numpy(deberta.make_log_bucket_position(torch.from_numpy(rel), buckets, max_position))
+
+
+def _alibi_slopes_check(params: Mapping[str, Any]) -> int:
+    choice("slope_rule", params["slope_rule"], ("press", "geometric"))
+    _finite_float("bias_max", params["bias_max"], positive=True)
+    return integer("num_heads", params["num_heads"], 1)
+
+
+def _bloom_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    heads = _alibi_slopes_check(params)
+    bloom = _transformers("bloom.modeling_bloom")
+    alibi = bloom.build_alibi_tensor(torch.ones(1, 2, dtype=torch.int64), heads, torch.float32)  # (H, 1, 2)
+    return _numpy(alibi[:, 0, 1])  # slope * position 1
+
+
+def _mpt_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    heads = _alibi_slopes_check(params)
+    mpt = _transformers("mpt.modeling_mpt")
+    alibi = mpt.build_mpt_alibi_tensor(heads, 2, alibi_bias_max=float(params["bias_max"]))  # (H, 1, 2): [-m, 0]
+    return _numpy(-alibi[:, 0, 0])
+
+
+def _bloom_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    mask = np.asarray(inputs["attention_mask"])
+    if mask.ndim != 2 or mask.size == 0:
+        raise _shape(f"attention_mask must be a non-empty (B, T) array, got shape {mask.shape}")
+    if not np.all((mask == 0) | (mask == 1)):
+        raise _invalid("attention_mask must hold 0 and 1 only")
+    bloom = _transformers("bloom.modeling_bloom")
+    # one head: slope 2**-8 exactly, so alibi / slope is the position BLOOM multiplies (exact in float64)
+    alibi = bloom.build_alibi_tensor(torch.from_numpy(mask.astype(np.int64)), 1, torch.float64)  # (B, 1, T)
+    return _numpy(torch.round(alibi[:, 0, :] * 2.0 ** 8).to(torch.int64))
+
+
+def _sdpa_weights_and_output(q: Any, k: Any, v: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """SDPA's output, and its weights as SDPA applied to identity values (weights @ I = weights)."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    eye = torch.eye(k.shape[-2], dtype=k.dtype).expand(k.shape[0], k.shape[1], -1, -1)
+    return sdpa(q, k, v, **kwargs), sdpa(q, k, eye, **kwargs)
+
+
+def _sdpa(compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
+        if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+            raise _shape(f"q, k, v must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
+        b, h, tq, d = q.shape
+        if k.shape[0] != b or k.shape[-1] != d or v.shape[:3] != k.shape[:3] or h % k.shape[1]:
+            raise _shape(f"q {q.shape}, k {k.shape}, v {v.shape}: need equal B and D and H % Hkv == 0")
+        tk = k.shape[2]
+        alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
+        choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
+        if params["window"] is not None:
+            integer("window", params["window"], 1)
+        mask, padding, bias = inputs["mask"], np.asarray(inputs["key_padding_mask"]), np.asarray(inputs["bias"])
+        if padding.shape[-1] != tk:
+            raise _shape(f"key_padding_mask must have length Tk={tk}, got {padding.shape}")
+        try:
+            np.broadcast_shapes(np.shape(mask), (b, h, tq, tk))
+            np.broadcast_shapes(bias.shape, (b, h, tq, tk))
+        except ValueError as exc:
+            raise _shape(f"mask and bias must broadcast to {(b, h, tq, tk)}: {exc}") from exc
+        # one additive attn_mask: SDPA adds it after the scale, as the reference adds its bias
+        allowed = np.broadcast_to(padding[:, None, None, :], (b, 1, tq, tk)).astype(bool)
+        additive = np.broadcast_to(bias, (b, h, tq, tk)).astype(np.float64)
+        mask = np.asarray(mask)
+        if mask.dtype == np.bool_:
+            allowed = allowed & mask
+        else:
+            additive = additive + mask
+        kwargs: dict[str, Any] = {"scale": params["scale"], "enable_gqa": h != k.shape[1]}
+        neutral = bool(allowed.all()) and not additive.any()
+        if params["causal"] and not neutral:
+            allowed = allowed & np.tril(np.ones((tq, tk), dtype=bool), k=tk - tq if alignment == "bottom_right" else 0)
+            neutral = False
+        if params["fully_masked"] == "error" and not np.broadcast_to(allowed, (b, h, tq, tk)).any(-1).all():
+            raise _invalid("a query row has every key masked")
+        if params["causal"] and neutral and alignment == "top_left":
+            kwargs["is_causal"] = True
+        elif params["causal"] and neutral:
+            kwargs["attn_mask"] = require("torch.nn.attention.bias", "torch").causal_lower_right(tq, tk)
+        elif not neutral:
+            kwargs["attn_mask"] = torch.from_numpy(np.where(allowed, additive, -np.inf)).to(compute)
+        tensors = (torch.from_numpy(a).to(compute) for a in (q, k, v))
+        with torch.no_grad():
+            output, weights = _sdpa_weights_and_output(*tensors, **kwargs)
+        return _numpy(output), _numpy(weights)
+    return run
+
+
+def _sdpa_supports(op: str, params: Mapping[str, Any]) -> bool | str:
+    if params.get("window") is not None and params["window"] != 0:
+        return "SDPA has no sliding-window argument (a band mask would be the adapter's, not SDPA's)"
+    if params.get("fully_masked") in ("nan", "uniform"):
+        return "SDPA (torch >= 2.5) gives a fully masked row zeros; 'nan' and 'uniform' are other libraries'"
+    return True
+
+
+class _SupportsAdapter(Adapter):
+    """An :class:`Adapter` whose ``supports`` refuses what the library cannot express, with the reason."""
+
+    def __init__(self, *args: Any, supports: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._supports = supports
+
+    def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
+        if op not in self.capabilities:
+            return f"{op} not supported"
+        return self._supports(op, params)
+
+
+def rope_init() -> Adapter:
+    calls = {"rope.inv_freq": "transformers LlamaRotaryEmbedding.compute_default_rope_parameters (default) and "
+                              "modeling_rope_utils.ROPE_INIT_FUNCTIONS[rope_type] (linear, dynamic, yarn, llama3, "
+                              "proportional) on a LlamaConfig; softmax_scale from DeepSeek-V3's yarn_apply_mscale"}
+    caps = {"rope.inv_freq": {"rope_type": ROPE_INIT_TYPES, "dynamic_convention": ("transformers",),
+                              "yarn_convention": ("transformers",)}}
+    return Adapter("transformers-rope-init", _version(), "float32", {"rope.inv_freq": _rope_init}, caps, calls)
+
+
+def llama_rope() -> Adapter:
+    calls = {"rope.apply": "transformers LlamaRotaryEmbedding.forward + Llama apply_rotary_pos_emb (rotate_half); "
+                           "GPT-NeoX apply_rotary_pos_emb for a partial prefix",
+             "rope.cos_sin": "transformers LlamaRotaryEmbedding.forward with the case's inv_freq"}
+    caps = {"rope.apply": {"layout": ("half",), "partial": ("prefix",)}, "rope.cos_sin": {"width": ("full",)}}
+    return Adapter("transformers-llama-rope", _version(), "float32",
+                   {"rope.apply": _llama_apply, "rope.cos_sin": _llama_cos_sin}, caps, calls)
+
+
+def gptj_rope() -> Adapter:
+    calls = {"rope.apply": "transformers GPT-J create_sinusoidal_positions + apply_rotary_pos_emb (rotate_every_two)"}
+    caps = {"rope.apply": {"layout": ("interleaved",), "partial": ("prefix",), "base": (10000.0,),
+                           "attention_factor": (1.0,)}}
+    return Adapter("transformers-gptj-rope", _version(), "float32", {"rope.apply": _gptj_apply}, caps, calls)
+
+
+def t5_bucket() -> Adapter:
+    calls = {"t5.bucket": "transformers T5Attention._relative_position_bucket"}
+    return Adapter("transformers-t5-bucket", _version(), "float32", {"t5.bucket": _t5_bucket},
+                   {"t5.bucket": {}}, calls)
+
+
+def deberta_bucket() -> Adapter:
+    calls = {"deberta.bucket": "transformers DeBERTa-v2 make_log_bucket_position"}
+    return Adapter("transformers-deberta-bucket", _version(), "float32", {"deberta.bucket": _deberta_bucket},
+                   {"deberta.bucket": {"distance_clamp": ("none",)}}, calls)
+
+
+def bloom_alibi() -> Adapter:
+    calls = {"alibi.slopes": "transformers BLOOM build_alibi_tensor (slope = alibi at position 1)",
+             "alibi.mask_positions": "transformers BLOOM build_alibi_tensor with one head (alibi / 2**-8)"}
+    caps = {"alibi.slopes": {"slope_rule": ("press",), "bias_max": (8.0,)}, "alibi.mask_positions": {}}
+    return Adapter("transformers-bloom-alibi", _version(), "float32",
+                   {"alibi.slopes": _bloom_slopes, "alibi.mask_positions": _bloom_mask_positions}, caps, calls)
+
+
+def mpt_alibi() -> Adapter:
+    calls = {"alibi.slopes": "transformers MPT build_mpt_alibi_tensor(alibi_bias_max=bias_max)"}
+    caps = {"alibi.slopes": {"slope_rule": ("press",)}}
+    return Adapter("transformers-mpt-alibi", _version(), "float32", {"alibi.slopes": _mpt_slopes}, caps, calls)
+
+
+def sdpa(dtype: str = "float64") -> Adapter:
+    calls = {"attention": "torch.nn.functional.scaled_dot_product_attention (is_causal, "
+                          "torch.nn.attention.bias.causal_lower_right, attn_mask, scale, enable_gqa); "
+                          "weights as SDPA on identity values"}
+    return _SupportsAdapter("torch-sdpa", f"torch {torch.__version__}", dtype, {"attention": _sdpa(TORCH_DTYPES[dtype])},
+                            {"attention": {}}, calls, sdpa, ("float64", "float32", "float16", "bfloat16"),
+                            supports=_sdpa_supports)
+
+
 # ------------------------------------------------------------------------------- torch port ---
 
 def _frequencies(width: int, base: float, ladder: str, compute: Any) -> Any:
@@ -322,5 +698,13 @@ M2M100 = m2m100
 WHISPER = whisper
 VITMAE_2D = vitmae_2d
 EMBEDDING = embedding
+ROPE_INIT = rope_init
+LLAMA_ROPE = llama_rope
+GPTJ_ROPE = gptj_rope
+T5_BUCKET = t5_bucket
+DEBERTA_BUCKET = deberta_bucket
+BLOOM_ALIBI = bloom_alibi
+MPT_ALIBI = mpt_alibi
+SDPA = sdpa
 TORCH = torch_port
 ADAPTER = torch_port
