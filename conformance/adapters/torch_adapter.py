@@ -470,6 +470,122 @@ def _bloom_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.nda
     return _numpy(torch.round(alibi[:, 0, :] * 2.0 ** 8).to(torch.int64))
 
 
+def _longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    dim = integer("dim", params["dim"], 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    short, long = (np.asarray(inputs[n], dtype=np.float64) for n in ("short_factor", "long_factor"))
+    if short.shape != (dim // 2,) or long.shape != (dim // 2,):
+        raise _invalid(f"short_factor and long_factor must have length dim/2 = {dim // 2}, got {short.shape}, {long.shape}")
+    trained = integer("original_max_position", params["original_max_position"], 1)
+    rope_parameters: dict[str, Any] = {
+        "rope_type": "longrope", "rope_theta": base_value(params["base"]), "short_factor": short.tolist(),
+        "long_factor": long.tolist(), "original_max_position_embeddings": trained,
+        "factor": _finite_float("factor", params["factor"], positive=True)}
+    if params["attention_factor"] is not None:
+        rope_parameters["attention_factor"] = _finite_float("attention_factor", params["attention_factor"], positive=True)
+    seq_len = integer("context_length", params["context_length"], 1)
+    config = _llama_config(rope_parameters, dim, max(int(rope_parameters["factor"] * trained), 1))
+    init = require("transformers.modeling_rope_utils", "torch").ROPE_INIT_FUNCTIONS["longrope"]
+    inv_freq, attention_factor = init(config, None, seq_len)
+    return _numpy(inv_freq), np.array([float(attention_factor)])
+
+
+def _bloom_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    heads = _alibi_slopes_check(params)
+    choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+    q = positions("query_positions", inputs["query_positions"])
+    k = positions("key_positions", inputs["key_positions"])
+    if k.shape[:-1] != q.shape[:-1] or q.ndim > 2:
+        raise _shape(f"query_positions and key_positions must agree on the batch, got {q.shape} and {k.shape}")
+    choice("form", params["form"], ("key_only",))
+    rows = k.reshape(-1, k.shape[-1])
+    # BLOOM numbers keys (cumsum(mask) - 1) * mask: recover the left-padding mask that gives these positions
+    masks = []
+    for row in rows:
+        pad = next((p for p in range(row.size) if not row[:p].any() and
+                    np.array_equal(row[p:], np.arange(row.size - p))), None)
+        if pad is None:
+            raise RuntimeError(f"key positions {row.tolist()} are not BLOOM mask positions")
+        masks.append((np.arange(row.size) >= pad).astype(np.int64))
+    bloom = _transformers("bloom.modeling_bloom")
+    alibi = bloom.build_alibi_tensor(torch.from_numpy(np.stack(masks)), heads, torch.float32)  # (B*H, 1, Tk)
+    bias = alibi.reshape(len(masks), heads, 1, k.shape[-1]).expand(-1, -1, q.shape[-1], -1)
+    return _numpy(bias.reshape(k.shape[:-1] + (heads, q.shape[-1], k.shape[-1])))
+
+
+def _interpolate_mode(params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``F.interpolate`` mode and keywords for the case's kernel/antialias/coordinates."""
+    kernel = choice("kernel", params["kernel"], ("bicubic", "bilinear"))
+    antialias = choice("antialias", params["antialias"], ("off", "on")) == "on"
+    aligned = choice("coordinates", params["coordinates"], ("half_pixel", "align_corners")) == "align_corners"
+    size_from = choice("size_from", params["size_from"], ("size", "scale_factor"))
+    offset = _finite_float("scale_offset", params["scale_offset"])
+    if size_from == "size" and offset != 0:
+        raise _invalid(f"scale_offset applies to size_from='scale_factor' only, got {offset}")
+    return kernel, {"antialias": antialias, "align_corners": aligned}
+
+
+def _interpolate(table: Any, sizes: tuple[int, ...], new: tuple[int, ...], params: Mapping[str, Any],
+                 compute: Any) -> Any:
+    """``(1, C, *sizes)`` -> ``F.interpolate`` to ``new`` (or by the DINO scale factors)."""
+    mode, kwargs = _interpolate_mode(params)
+    for size in new:
+        integer("new size", size, 1)
+    if params["size_from"] == "scale_factor":  # a 1-D table's dummy height axis keeps factor 1
+        factors = tuple(1.0 if n == m == 1 else (m + float(params["scale_offset"])) / n for m, n in zip(new, sizes))
+        kwargs["scale_factor"] = factors
+    else:
+        kwargs["size"] = new
+    return torch.nn.functional.interpolate(table.to(compute), mode=mode, **kwargs)
+
+
+def _resample_supports(op: str, params: Mapping[str, Any]) -> bool | str:
+    if op not in ("resample.weights", "resample.table_1d", "resample.grid_2d"):
+        return f"{op} not supported"
+    if params.get("antialias") == "on" and params.get("coordinates") == "align_corners":
+        return True  # invalid whatever a is: run it, so the library's answer is judged
+    if params.get("kernel") == "bicubic" and params.get("antialias") in ("off", "on"):
+        expected = -0.5 if params["antialias"] == "on" else -0.75
+        if params.get("cubic_a") != expected:
+            return f"F.interpolate bicubic uses a = {expected} with antialias={params['antialias'] == 'on'}"
+    return True
+
+
+def _resample(compute: Any) -> dict[str, Any]:
+    def weights(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        n = integer("in_size", params["in_size"], 1)
+        m = integer("new_size", params["new_size"], 1)
+        # channel c = unit impulse at sample c, along the width: (1, n, 1, n) -> (1, n, 1, m) holds W^T
+        eye = torch.eye(n, dtype=torch.float64).reshape(1, n, 1, n)
+        out = _interpolate(eye, (1, n), (1, m), params, compute)
+        return _numpy(out[0, :, 0, :].T)
+
+    def table_1d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        table = np.asarray(inputs["table"], dtype=np.float64)
+        prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
+        m = integer("new_length", params["new_length"], 1)
+        if table.ndim != 2 or table.shape[0] <= prefix:
+            raise _shape(f"table must be (prefix + n, D) with n >= 1, got shape {table.shape}")
+        rows = torch.from_numpy(table[prefix:].T.copy()).reshape(1, table.shape[1], 1, -1)  # along the width
+        out = _interpolate(rows, (1, rows.shape[3]), (1, m), params, compute)[0, :, 0, :].T
+        return _numpy(torch.cat([torch.from_numpy(table[:prefix]).to(compute), out], dim=0))
+
+    def grid_2d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        table = np.asarray(inputs["table"], dtype=np.float64)
+        prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
+        h, w = integer("grid_height", params["grid_height"], 1), integer("grid_width", params["grid_width"], 1)
+        new = (integer("new_height", params["new_height"], 1), integer("new_width", params["new_width"], 1))
+        if table.ndim != 2 or table.shape[0] != prefix + h * w:
+            raise _shape(f"table must be (prefix + H*W, D) = ({prefix + h * w}, D), got shape {table.shape}")
+        grid = torch.from_numpy(table[prefix:].T.copy()).reshape(1, table.shape[1], h, w)
+        out = _interpolate(grid, (h, w), new, params, compute)  # (1, D, H', W')
+        rows = out[0].reshape(table.shape[1], -1).T
+        return _numpy(torch.cat([torch.from_numpy(table[:prefix]).to(compute), rows], dim=0))
+
+    return {"resample.weights": weights, "resample.table_1d": table_1d, "resample.grid_2d": grid_2d}
+
+
 def _sdpa_weights_and_output(q: Any, k: Any, v: Any, **kwargs: Any) -> tuple[Any, Any]:
     """SDPA's output, and its weights as SDPA applied to identity values (weights @ I = weights)."""
     sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -586,16 +702,33 @@ def deberta_bucket() -> Adapter:
 
 def bloom_alibi() -> Adapter:
     calls = {"alibi.slopes": "transformers BLOOM build_alibi_tensor (slope = alibi at position 1)",
-             "alibi.mask_positions": "transformers BLOOM build_alibi_tensor with one head (alibi / 2**-8)"}
-    caps = {"alibi.slopes": {"slope_rule": ("press",), "bias_max": (8.0,)}, "alibi.mask_positions": {}}
+             "alibi.mask_positions": "transformers BLOOM build_alibi_tensor with one head (alibi / 2**-8)",
+             "alibi.bias": "transformers BLOOM build_alibi_tensor on the left-padding mask that numbers the keys"}
+    caps = {"alibi.slopes": {"slope_rule": ("press",), "bias_max": (8.0,)}, "alibi.mask_positions": {},
+            "alibi.bias": {"slope_rule": ("press",), "bias_max": (8.0,), "form": ("key_only",)}}
     return Adapter("transformers-bloom-alibi", _version(), "float32",
-                   {"alibi.slopes": _bloom_slopes, "alibi.mask_positions": _bloom_mask_positions}, caps, calls)
+                   {"alibi.slopes": _bloom_slopes, "alibi.mask_positions": _bloom_mask_positions,
+                    "alibi.bias": _bloom_bias}, caps, calls)
 
 
 def mpt_alibi() -> Adapter:
     calls = {"alibi.slopes": "transformers MPT build_mpt_alibi_tensor(alibi_bias_max=bias_max)"}
     caps = {"alibi.slopes": {"slope_rule": ("press",)}}
     return Adapter("transformers-mpt-alibi", _version(), "float32", {"alibi.slopes": _mpt_slopes}, caps, calls)
+
+
+def longrope() -> Adapter:
+    calls = {"rope.longrope_inv_freq": "transformers modeling_rope_utils.ROPE_INIT_FUNCTIONS['longrope'] "
+                                       "(_compute_longrope_parameters) on a LlamaConfig"}
+    return Adapter("transformers-longrope", _version(), "float32", {"rope.longrope_inv_freq": _longrope},
+                   {"rope.longrope_inv_freq": {"longrope_convention": ("transformers",)}}, calls)
+
+
+def interpolate(dtype: str = "float64") -> Adapter:
+    call = "torch.nn.functional.interpolate (bicubic/bilinear, antialias, align_corners, size or scale_factor)"
+    ops = _resample(TORCH_DTYPES[dtype])
+    return _SupportsAdapter("torch-interpolate", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
+                            {op: call for op in ops}, interpolate, ("float64", "float32"), supports=_resample_supports)
 
 
 def sdpa(dtype: str = "float64") -> Adapter:
@@ -706,5 +839,7 @@ DEBERTA_BUCKET = deberta_bucket
 BLOOM_ALIBI = bloom_alibi
 MPT_ALIBI = mpt_alibi
 SDPA = sdpa
+LONGROPE = longrope
+INTERPOLATE = interpolate
 TORCH = torch_port
 ADAPTER = torch_port
