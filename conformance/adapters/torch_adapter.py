@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -374,7 +375,7 @@ def _llama_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) ->
     embedding.attention_scaling = float(params["attention_factor"])  # what a yarn init sets
     xt = torch.from_numpy(x).to(torch.float32)
     with torch.no_grad():
-        cos, sin = embedding(xt, torch.from_numpy(np.ascontiguousarray(pos)))  # (B, T, rotary), float32
+        cos, sin = embedding(xt, torch.from_numpy(np.array(pos)))  # (B, T, rotary), float32
         if rotary == x.shape[-1]:
             y, _ = llama.apply_rotary_pos_emb(xt, xt, cos, sin)
         else:  # GPT-NeoX rotates the prefix cos.shape[-1] and passes the rest through
@@ -386,7 +387,7 @@ def _gptj_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
     x, pos, rotary = _rope_x(params, inputs, ("interleaved",))
     gptj = _transformers("gptj.modeling_gptj")
     table = gptj.create_sinusoidal_positions(int(pos.max()) + 1, rotary)  # (N, rotary): [sin | cos], base 10^4
-    sincos = table[torch.from_numpy(np.ascontiguousarray(pos))]  # (B, T, rotary)
+    sincos = table[torch.from_numpy(np.array(pos))]  # (B, T, rotary)
     sin, cos = torch.split(sincos, rotary // 2, dim=-1)
     xt = torch.from_numpy(x).to(torch.float32).transpose(1, 2)  # GPT-J rotates (B, T, H, D)
     with torch.no_grad():
@@ -434,7 +435,9 @@ def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray])
         raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
                        f"got {buckets} and {max_position}")
     rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
-    deberta = _transformers("deberta_v2.modeling_deberta_v2")
+    with warnings.catch_warnings():  # the module decorates helpers with torch.jit.script, deprecated in torch 2.13
+        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
+        deberta = _transformers("deberta_v2.modeling_deberta_v2")
     return _numpy(deberta.make_log_bucket_position(torch.from_numpy(rel), buckets, max_position))
 
 
@@ -631,8 +634,10 @@ def _sdpa(compute: Any) -> Any:
             raise _invalid("a query row has every key masked")
         if params["causal"] and neutral and alignment == "top_left":
             kwargs["is_causal"] = True
-        elif params["causal"] and neutral:
+        elif params["causal"] and neutral and tq <= tk:
             kwargs["attn_mask"] = require("torch.nn.attention.bias", "torch").causal_lower_right(tq, tk)
+        elif params["causal"] and neutral:  # causal_lower_right warns of NaN rows when Tq > Tk: pass the mask
+            kwargs["attn_mask"] = torch.from_numpy(np.tril(np.ones((tq, tk), dtype=bool), k=tk - tq))
         elif not neutral:
             kwargs["attn_mask"] = torch.from_numpy(np.where(allowed, additive, -np.inf)).to(compute)
         tensors = (torch.from_numpy(a).to(compute) for a in (q, k, v))
