@@ -1,4 +1,4 @@
-"""PyTorch adapters: transformers' own functions where they exist, and a torch port of every op.
+"""PyTorch adapters: transformers and torch functions where they exist, and a torch port of the absolute ops.
 
 Library adapters (each runs the named third-party function; nothing is re-implemented):
 
@@ -18,6 +18,31 @@ adapter              op                    library function called              
                                            ``.build_2d_sinusoidal_position_embedding``
 ``EMBEDDING``        learned.lookup        ``torch.nn.Embedding.from_pretrained(...)(rows)``         float64, float32,
                                                                                                      float16, bfloat16
+``ROPE_INIT``        rope.inv_freq         ``LlamaRotaryEmbedding.compute_default_rope_parameters``  float32 [3]_
+                                           (default); ``modeling_rope_utils.ROPE_INIT_FUNCTIONS``
+                                           ``[rope_type]`` (linear, dynamic, yarn, llama3,
+                                           proportional); softmax_scale: DeepSeek-V3
+                                           ``yarn_apply_mscale``
+``LONGROPE``         rope.longrope_inv_freq ``ROPE_INIT_FUNCTIONS["longrope"]``                      float32 [3]_
+``LLAMA_ROPE``       rope.apply (half),    ``LlamaRotaryEmbedding.forward`` for cos/sin, then Llama   float32 [4]_
+                     rope.cos_sin (full)   ``apply_rotary_pos_emb`` (``rotate_half``); GPT-NeoX
+                                           ``apply_rotary_pos_emb`` for a partial prefix
+``GPTJ_ROPE``        rope.apply            GPT-J ``create_sinusoidal_positions`` +                    float32
+                     (interleaved)         ``apply_rotary_pos_emb`` (``rotate_every_two``)
+``T5_BUCKET``        t5.bucket             ``T5Attention._relative_position_bucket``                  float32 logs,
+                                                                                                     int64 out
+``DEBERTA_BUCKET``   deberta.bucket        DeBERTa-v2 ``make_log_bucket_position``                    float32 logs,
+                                                                                                     int64 out
+``BLOOM_ALIBI``      alibi.slopes,         BLOOM ``build_alibi_tensor`` (slopes: its value at key     float32
+                     alibi.bias (key_only), position 1; bias: on the left-padding mask that numbers
+                     alibi.mask_positions  the keys; mask positions: one head, slope 2**-8, divided
+                                           out exactly)
+``MPT_ALIBI``        alibi.slopes          MPT ``build_mpt_alibi_tensor(alibi_bias_max=bias_max)``    float32
+``SDPA``             attention             ``torch.nn.functional.scaled_dot_product_attention``       float64, float32,
+                                           [5]_                                                      float16, bfloat16
+``INTERPOLATE``      resample.*            ``torch.nn.functional.interpolate`` (bicubic, bilinear,    float64, float32
+                                           ``antialias``, ``align_corners``, ``size`` or
+                                           ``scale_factor``) [6]_
 ==================== ===================== ========================================================= =================
 
 .. [1] The table is built in float64 NumPy and copied through ``torch.FloatTensor``: every
@@ -25,6 +50,31 @@ adapter              op                    library function called              
 .. [2] ``get_embedding`` computes in float32 (``.float()``) and casts to the default dtype
    afterwards; with a float64 default the values are still float32 values, so float64 is not
    offered.
+.. [3] Our parameters become a ``LlamaConfig`` (``head_dim = dim``, ``rope_parameters`` named as
+   transformers names them; dynamic: ``max_position_embeddings = original_max_position`` and
+   ``seq_len = context_length``; yarn/llama3: ``max_position_embeddings = factor *
+   original_max_position``). transformers builds ``arange(0, d, 2).float() / d`` in float32, so
+   the adapters say float32. They implement ``dynamic_convention="transformers"``,
+   ``yarn_convention="transformers"`` and ``longrope_convention="transformers"``; ``ntk_aware``
+   (no transformers type) and the vLLM conventions are not_applicable.
+.. [4] ``LlamaRotaryEmbedding.forward`` computes cos/sin in float32 (autocast off) and returns
+   them in the input dtype; q is given in float32. ``attention_factor`` is set as the module's
+   ``attention_scaling`` (what a yarn/longrope init returns); ``rope.cos_sin`` sets the module's
+   ``inv_freq`` to the case's frequencies (rounded to float32, as the buffer is).
+.. [5] The case's boolean/additive ``mask``, ``key_padding_mask`` and ``bias`` become one
+   ``attn_mask`` (SDPA adds it after the scale, as the reference adds its bias); ``causal``
+   alone is ``is_causal=True`` (top-left) or ``torch.nn.attention.bias.causal_lower_right``
+   (bottom-right, Tq <= Tk; for Tq > Tk, where that helper warns of NaN rows, the boolean
+   lower-right mask); ``causal`` together with another mask is folded into the boolean mask;
+   ``scale`` is SDPA's ``scale`` and grouped heads use ``enable_gqa``. The weights output is SDPA
+   applied to identity values (``weights @ I``). A sliding ``window`` (no SDPA argument) and
+   ``fully_masked`` other than ``"zeros"`` (torch >= 2.5 gives fully masked rows zeros) are
+   not_applicable.
+.. [6] One axis' weights are ``interpolate`` of unit impulses laid along the *width*: with a
+   ``(1, C, n, 1)`` input and ``antialias=True``, torch 2.13 CPU resamples the height wrongly
+   (weights off by up to 0.45 against the same impulses along the width or with width 3), so the
+   adapter never passes a width-1 tensor. ``bicubic`` is ``a = -0.75`` without antialias and
+   ``a = -0.5`` with it; other ``cubic_a`` values are not_applicable.
 
 The library functions build a table for rows ``0..n-1`` (or a grid from ``arange``); the
 adapter asks for ``n = max(row) + 1`` rows and gathers the requested rows with torch indexing.
@@ -35,7 +85,12 @@ are covered. Preconditions the libraries do not check are checked by the adapter
 integer input, so their own behaviour on bad input is what the corpus sees (see
 ``torch_library.toml``).
 
-Port adapter ``TORCH``: a torch port of every current op and convention (float64, float32;
+Preconditions the new-op library functions do not check (odd widths, unknown conventions,
+missing parameters, empty or mismatched shapes) are checked by each adapter's wrapper in this
+file before the library is called; what the library itself accepts or refuses beyond that is in
+``torch_library.toml``.
+
+Port adapter ``TORCH``: a torch port of the absolute ops and their conventions (float64, float32;
 float16 and bfloat16 computed in float32 and rounded once at the end, as frameworks do).
 
 Run::
@@ -804,7 +859,7 @@ def port_grid(ys: np.ndarray, xs: np.ndarray, params: Mapping[str, Any], compute
 
 
 def torch_port(dtype: str = "float64") -> Adapter:
-    """The torch port of every op; float16/bfloat16 computed in float32, rounded at the end."""
+    """The torch port of its ops; float16/bfloat16 computed in float32, rounded at the end."""
     out = TORCH_DTYPES[dtype]
     compute = torch.float64 if dtype == "float64" else torch.float32
 
