@@ -1,4 +1,4 @@
-"""PyTorch adapters: transformers and torch functions where they exist, and a torch port of the absolute ops.
+"""PyTorch adapters: transformers and torch functions where they exist, and a torch port of other ops.
 
 Library adapters (each runs the named third-party function; nothing is re-implemented):
 
@@ -90,7 +90,9 @@ missing parameters, empty or mismatched shapes) are checked by each adapter's wr
 file before the library is called; what the library itself accepts or refuses beyond that is in
 ``torch_library.toml``.
 
-Port adapter ``TORCH``: a torch port of the absolute ops and their conventions (float64, float32;
+Port adapter ``TORCH``: a torch port of the absolute ops, ``rope.apply``, ``t5.bucket``, ``t5.bias``,
+``alibi.slopes``, ``alibi.bias``, ``alibi.mask_positions`` and ``attention``, every convention of
+each (float64, float32;
 float16 and bfloat16 computed in float32 and rounded once at the end, as frameworks do).
 
 Run::
@@ -99,7 +101,7 @@ Run::
         --expectations conformance/adapters/torch_library.toml
     posenc-ref conformance conformance/adapters/torch_adapter.py:TORCH --dtype bfloat16
 
-(the torch port passes every case and takes no expectations file).
+(the torch port passes every case of the ops it declares and takes no expectations file).
 
 Needs ``pip install 'posenc-ref[torch]'`` (torch and transformers).
 """
@@ -107,6 +109,7 @@ Needs ``pip install 'posenc-ref[torch]'`` (torch and transformers).
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
@@ -858,6 +861,114 @@ def port_grid(ys: np.ndarray, xs: np.ndarray, params: Mapping[str, Any], compute
                       torch.stack([b.sin(), b.cos()], -1).flatten(-2)], dim=-1)
 
 
+def _t5_params(params: Mapping[str, Any]) -> tuple[str, int, int, int]:
+    """(direction, N, D, exact region E) after the wrapper's checks."""
+    direction = choice("direction", params["direction"], ("bidirectional", "unidirectional"))
+    buckets = integer("num_buckets", params["num_buckets"], 1)
+    distance = integer("max_distance", params["max_distance"], 1)
+    exact = buckets // 2 // 2 if direction == "bidirectional" else buckets // 2
+    if exact < 1 or distance <= exact:
+        raise _invalid(f"num_buckets={buckets}, max_distance={distance}: need an exact region >= 1 below max_distance")
+    return direction, buckets, distance, exact
+
+
+def port_t5_bucket(rel: Any, direction: str, buckets: int, distance: int, exact: int) -> Any:
+    """T5 buckets of ``r = j - i`` in torch: the log region floors in float64, capped at the last bucket."""
+    side = buckets // 2 if direction == "bidirectional" else buckets
+    offset = (rel > 0).to(torch.int64) * side if direction == "bidirectional" else torch.zeros_like(rel)
+    n = rel.abs() if direction == "bidirectional" else torch.clamp(-rel, min=0)
+    large = exact + torch.floor(torch.log(n.clamp(min=1).to(torch.float64) / exact) / math.log(distance / exact)
+                                * (side - exact)).to(torch.int64)
+    return offset + torch.where(n < exact, n, torch.clamp(large, max=side - 1))
+
+
+def port_alibi_slopes(heads: int, rule: str, bias_max: float, compute: Any) -> Any:
+    """``2 ** -x_h`` with the press or geometric exponents (exact dyadic exponents built in float64)."""
+    power = 2 ** int(math.floor(math.log2(heads)))
+    if rule == "geometric" or power == heads:
+        exponents = bias_max * torch.arange(1, heads + 1, dtype=torch.float64) / heads
+    else:
+        exponents = torch.cat([bias_max * torch.arange(1, power + 1, dtype=torch.float64) / power,
+                               bias_max * torch.arange(1, 2 * (heads - power), 2, dtype=torch.float64) / (2 * power)])
+    return torch.exp2(-exponents).to(compute)
+
+
+def port_rope_apply(x: np.ndarray, pos: np.ndarray, rotary: int, params: Mapping[str, Any], compute: Any) -> Any:
+    """Rotate x (B, H, T, D) at positions (B, T) in torch; (B, H, T, D)."""
+    d = x.shape[-1]
+    space = rotary if params["partial"] == "prefix" else d
+    i = torch.arange(space // 2, dtype=compute)
+    w = torch.where(i < rotary // 2, torch.tensor(float(params["base"]), dtype=compute) ** (-(2 * i) / space),
+                    torch.zeros((), dtype=compute))
+    angle = torch.from_numpy(np.array(pos)).to(compute)[:, None, :, None] * w  # (B, 1, T, S/2)
+    factor = float(params["attention_factor"])
+    cos, sin = torch.cos(angle) * factor, torch.sin(angle) * factor
+    xt = torch.from_numpy(x).to(compute)
+    n = space // 2
+    if params["layout"] == "half":
+        u, v = xt[..., :n], xt[..., n:space]
+    else:
+        u, v = xt[..., 0:space:2], xt[..., 1:space:2]
+    ru, rv = u * cos - v * sin, u * sin + v * cos
+    rotated = torch.stack([ru, rv], dim=-1).flatten(-2) if params["layout"] == "interleaved" else torch.cat([ru, rv], -1)
+    return torch.cat([rotated, xt[..., space:]], dim=-1)
+
+
+def port_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], compute: Any) -> tuple[Any, Any]:
+    """Attention in torch with every option of the ``attention`` op: (output, weights)."""
+    q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise _shape(f"q, k, v must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
+    b, h, tq, d = q.shape
+    if k.shape[0] != b or k.shape[-1] != d or v.shape[:3] != k.shape[:3] or h % k.shape[1]:
+        raise _shape(f"q {q.shape}, k {k.shape}, v {v.shape}: need equal B and D and H % Hkv == 0")
+    tk = k.shape[2]
+    alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
+    policy = choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
+    window = None if params["window"] is None else integer("window", params["window"], 1)
+    mask, padding, bias = np.asarray(inputs["mask"]), np.asarray(inputs["key_padding_mask"]), np.asarray(inputs["bias"])
+    if padding.ndim != 2 or padding.shape[-1] != tk or padding.shape[0] not in (1, b):
+        raise _shape(f"key_padding_mask must be (B, Tk) with Tk={tk}, got {padding.shape}")
+    try:
+        np.broadcast_shapes(mask.shape, (b, h, tq, tk))
+        np.broadcast_shapes(bias.shape, (b, h, tq, tk))
+    except ValueError as exc:
+        raise _shape(f"mask and bias must broadcast to {(b, h, tq, tk)}: {exc}") from exc
+    group = h // k.shape[1]
+    qt = torch.from_numpy(q).to(compute)
+    kt = torch.from_numpy(k).to(compute).repeat_interleave(group, dim=1)
+    vt = torch.from_numpy(v).to(compute).repeat_interleave(group, dim=1)
+    scale = 1.0 / math.sqrt(d) if params["scale"] is None else float(params["scale"])
+    logits = (qt @ kt.transpose(-1, -2)) * scale + torch.from_numpy(bias).to(compute)
+    keep = torch.from_numpy(padding)[:, None, None, :].expand(b, h, tq, tk)
+    if mask.dtype == np.bool_:
+        keep = keep & torch.from_numpy(mask)
+    else:
+        additive = torch.from_numpy(mask).to(compute)
+        keep = keep & ~torch.isneginf(additive)
+        logits = logits + torch.where(torch.isneginf(additive), torch.zeros((), dtype=compute), additive)
+    offset = tk - tq if alignment == "bottom_right" else 0
+    distance = (torch.arange(tq)[:, None] + offset) - torch.arange(tk)[None, :]
+    if params["causal"]:
+        keep = keep & (distance >= 0)
+    if window is not None:
+        keep = keep & (distance < window)
+        if not params["causal"]:
+            keep = keep & (-distance < window)
+    empty = ~keep.any(dim=-1, keepdim=True)
+    if policy == "error" and bool(empty.any()):
+        raise _invalid("a query row has every key masked")
+    masked = logits.masked_fill(~keep, -math.inf)
+    top = masked.amax(dim=-1, keepdim=True).masked_fill(empty, 0.0)
+    e = torch.exp(masked - top)
+    weights = e / e.sum(dim=-1, keepdim=True).masked_fill(empty, 1.0)
+    if policy == "nan":
+        weights = weights.masked_fill(empty, math.nan)
+    elif policy == "uniform":
+        weights = torch.where(empty, torch.full_like(weights, 1.0 / tk), weights)
+    return weights @ vt, weights
+
+
 def torch_port(dtype: str = "float64") -> Adapter:
     """The torch port of its ops; float16/bfloat16 computed in float32, rounded at the end."""
     out = TORCH_DTYPES[dtype]
@@ -879,7 +990,64 @@ def torch_port(dtype: str = "float64") -> Adapter:
         weights, rows = validate_lookup(params, inputs)
         return _numpy(torch.from_numpy(weights).to(out)[torch.from_numpy(rows)])
 
-    ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup}
+    def rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        x, pos, rotary = _rope_x(params, inputs, ("half", "interleaved", "interleaved_to_half"))
+        return _back(port_rope_apply(x, pos, rotary, params, compute).to(out), params["x_layout"])
+
+    def t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        conventions = _t5_params(params)
+        rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+        return _numpy(port_t5_bucket(torch.from_numpy(rel), *conventions))
+
+    def t5_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
+        conventions = _t5_params(params)
+        table = np.asarray(inputs["table"], dtype=np.float64)
+        per_bucket = table if layout == "buckets_heads" else table.T
+        if table.ndim != 2 or per_bucket.shape[0] != conventions[1]:
+            raise _shape(f"table must be (num_buckets, H) or (H, num_buckets) with num_buckets={conventions[1]}, "
+                         f"got shape {table.shape}")
+        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                     inputs["key_positions"])
+        if qp.shape[:-1] != kp.shape[:-1]:
+            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        rel = torch.from_numpy(kp)[..., None, :] - torch.from_numpy(qp)[..., :, None]  # (..., Tq, Tk)
+        rows = torch.from_numpy(np.ascontiguousarray(per_bucket)).to(out)[port_t5_bucket(rel, *conventions)]
+        return _numpy(torch.movedim(rows, -1, -3))  # (..., Tq, Tk, H) -> (..., H, Tq, Tk)
+
+    def alibi_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        heads = _alibi_slopes_check(params)
+        return _numpy(port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), compute).to(out))
+
+    def alibi_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        heads = _alibi_slopes_check(params)
+        form = choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                     inputs["key_positions"])
+        if qp.shape[:-1] != kp.shape[:-1]:
+            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        i, j = torch.from_numpy(qp)[..., :, None], torch.from_numpy(kp)[..., None, :]
+        signed = {"relative_causal": j - i, "key_only": j.expand(i.shape[:-1] + j.shape[-1:]),
+                  "symmetric": -(i - j).abs(), "bottom_right": -(i + kp.shape[-1] - qp.shape[-1] - j).abs()}[form]
+        m = port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), compute)
+        return _numpy((m[:, None, None] * signed[..., None, :, :].to(compute)).to(out))
+
+    def alibi_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        mask = np.asarray(inputs["attention_mask"])
+        if mask.ndim != 2 or mask.size == 0:
+            raise _shape(f"attention_mask must be a non-empty (B, T) array, got shape {mask.shape}")
+        if not np.all((mask == 0) | (mask == 1)):
+            raise _invalid("attention_mask must hold 0 and 1 only")
+        m = torch.from_numpy(mask.astype(np.int64))
+        return _numpy((m.cumsum(-1) - 1) * m)
+
+    def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        output, weights = port_attention(params, inputs, compute)
+        return _numpy(output.to(out)), _numpy(weights.to(out))
+
+    ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup,
+           "rope.apply": rope_apply, "t5.bucket": t5_bucket, "t5.bias": t5_bias, "alibi.slopes": alibi_slopes,
+           "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions, "attention": attention}
     return Adapter("torch-port", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
                    {op: "torch port (conformance/adapters/torch_adapter.py)" for op in ops}, torch_port,
                    tuple(TORCH_DTYPES))
