@@ -481,8 +481,9 @@ def _t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> n
         raise _invalid(f"num_buckets={buckets}, max_distance={distance}: need an exact region >= 1 below max_distance")
     rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
     t5 = _transformers("t5.modeling_t5")
-    return _numpy(t5.T5Attention._relative_position_bucket(torch.from_numpy(rel), bidirectional=direction == "bidirectional",
-                                                           num_buckets=buckets, max_distance=distance))
+    buckets_of = t5.T5Attention._relative_position_bucket
+    return _numpy(buckets_of(torch.from_numpy(rel), bidirectional=direction == "bidirectional", num_buckets=buckets,
+                             max_distance=distance))
 
 
 def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -537,14 +538,16 @@ def _longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tu
         raise _invalid(f"dim must be even, got {dim}")
     short, long = (np.asarray(inputs[n], dtype=np.float64) for n in ("short_factor", "long_factor"))
     if short.shape != (dim // 2,) or long.shape != (dim // 2,):
-        raise _invalid(f"short_factor and long_factor must have length dim/2 = {dim // 2}, got {short.shape}, {long.shape}")
+        raise _invalid(f"short_factor and long_factor must have length dim/2 = {dim // 2}, "
+                       f"got {short.shape}, {long.shape}")
     trained = integer("original_max_position", params["original_max_position"], 1)
     rope_parameters: dict[str, Any] = {
         "rope_type": "longrope", "rope_theta": base_value(params["base"]), "short_factor": short.tolist(),
         "long_factor": long.tolist(), "original_max_position_embeddings": trained,
         "factor": _finite_float("factor", params["factor"], positive=True)}
     if params["attention_factor"] is not None:
-        rope_parameters["attention_factor"] = _finite_float("attention_factor", params["attention_factor"], positive=True)
+        rope_parameters["attention_factor"] = _finite_float("attention_factor", params["attention_factor"],
+                                                            positive=True)
     seq_len = integer("context_length", params["context_length"], 1)
     config = _llama_config(rope_parameters, dim, max(int(rope_parameters["factor"] * trained), 1))
     init = require("transformers.modeling_rope_utils", "torch").ROPE_INIT_FUNCTIONS["longrope"]
@@ -798,8 +801,9 @@ def sdpa(dtype: str = "float64") -> Adapter:
     calls = {"attention": "torch.nn.functional.scaled_dot_product_attention (is_causal, "
                           "torch.nn.attention.bias.causal_lower_right, attn_mask, scale, enable_gqa); "
                           "weights as SDPA on identity values"}
-    return _SupportsAdapter("torch-sdpa", f"torch {torch.__version__}", dtype, {"attention": _sdpa(TORCH_DTYPES[dtype])},
-                            {"attention": {}}, calls, sdpa, ("float64", "float32", "float16", "bfloat16"),
+    ops = {"attention": _sdpa(TORCH_DTYPES[dtype])}
+    return _SupportsAdapter("torch-sdpa", f"torch {torch.__version__}", dtype, ops, {"attention": {}}, calls, sdpa,
+                            ("float64", "float32", "float16", "bfloat16"),
                             supports=_sdpa_supports)
 
 
@@ -910,7 +914,8 @@ def port_rope_apply(x: np.ndarray, pos: np.ndarray, rotary: int, params: Mapping
     else:
         u, v = xt[..., 0:space:2], xt[..., 1:space:2]
     ru, rv = u * cos - v * sin, u * sin + v * cos
-    rotated = torch.stack([ru, rv], dim=-1).flatten(-2) if params["layout"] == "interleaved" else torch.cat([ru, rv], -1)
+    interleaved = params["layout"] == "interleaved"
+    rotated = torch.stack([ru, rv], dim=-1).flatten(-2) if interleaved else torch.cat([ru, rv], dim=-1)
     return torch.cat([rotated, xt[..., space:]], dim=-1)
 
 
