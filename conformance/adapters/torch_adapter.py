@@ -90,7 +90,8 @@ missing parameters, empty or mismatched shapes) are checked by each adapter's wr
 file before the library is called; what the library itself accepts or refuses beyond that is in
 ``torch_library.toml``.
 
-Port adapter ``TORCH``: a torch port of the absolute ops, ``rope.apply``, ``t5.bucket``, ``t5.bias``,
+Port adapter ``TORCH``: a torch port of the absolute ops, ``rope.apply``, ``rope.cos_sin``, ``t5.bucket``,
+``t5.bias``, ``deberta.bucket``, ``deberta.index``,
 ``alibi.slopes``, ``alibi.bias``, ``alibi.mask_positions`` and ``attention``, every convention of
 each (float64, float32;
 float16 and bfloat16 computed in float32 and rounded once at the end, as frameworks do).
@@ -886,6 +887,28 @@ def port_t5_bucket(rel: Any, direction: str, buckets: int, distance: int, exact:
     return offset + torch.where(n < exact, n, torch.clamp(large, max=side - 1))
 
 
+def _deberta_params(params: Mapping[str, Any]) -> tuple[int, int, str]:
+    clamp = choice("distance_clamp", params["distance_clamp"], ("none", "max_relative_positions"))
+    buckets = integer("position_buckets", params["position_buckets"], 1)
+    max_position = integer("max_relative_positions", params["max_relative_positions"], 1)
+    if buckets // 2 < 2 or max_position - 1 <= buckets // 2:
+        raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
+                       f"got {buckets} and {max_position}")
+    return buckets, max_position, clamp
+
+
+def port_deberta_bucket(delta: Any, buckets: int, max_position: int, clamp: str) -> Any:
+    """Signed log buckets of ``delta = i - j`` in float64 torch (ceil), optionally clamped first."""
+    if clamp == "max_relative_positions":
+        delta = delta.clamp(-(max_position - 1), max_position - 1)
+    mid = buckets // 2
+    size = delta.abs()
+    scaled = torch.ceil(torch.log(size.clamp(min=1).to(torch.float64) / mid) / math.log((max_position - 1) / mid)
+                        * (mid - 1))
+    log_bucket = (scaled.to(torch.int64) + mid) * torch.sign(delta)
+    return torch.where(size <= mid, delta, log_bucket)
+
+
 def port_alibi_slopes(heads: int, rule: str, bias_max: float, compute: Any) -> Any:
     """``2 ** -x_h`` with the press or geometric exponents (exact dyadic exponents built in float64)."""
     power = 2 ** int(math.floor(math.log2(heads)))
@@ -1050,7 +1073,37 @@ def torch_port(dtype: str = "float64") -> Adapter:
         output, weights = port_attention(params, inputs, compute)
         return _numpy(output.to(out)), _numpy(weights.to(out))
 
+    def rope_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        width = choice("width", params["width"], ("half", "full", "full_interleaved"))
+        factor = _finite_float("attention_factor", params["attention_factor"], positive=True)
+        inv_freq = np.asarray(inputs["inv_freq"], dtype=np.float64)
+        if inv_freq.ndim != 1 or inv_freq.size == 0:
+            raise _shape(f"inv_freq must be a non-empty (P,) array, got shape {inv_freq.shape}")
+        pos = positions("positions", inputs["positions"])
+        angle = torch.from_numpy(pos).to(compute)[..., None] * torch.from_numpy(inv_freq).to(compute)
+        if width == "full":
+            angle = torch.cat([angle, angle], dim=-1)
+        elif width == "full_interleaved":
+            angle = angle.repeat_interleave(2, dim=-1)
+        return _numpy((torch.cos(angle) * factor).to(out)), _numpy((torch.sin(angle) * factor).to(out))
+
+    def deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        conventions = _deberta_params(params)
+        rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+        return _numpy(port_deberta_bucket(torch.from_numpy(rel), *conventions))
+
+    def deberta_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        conventions = _deberta_params(params)
+        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                     inputs["key_positions"])
+        if qp.shape[:-1] != kp.shape[:-1]:
+            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        delta = torch.from_numpy(qp)[..., :, None] - torch.from_numpy(kp)[..., None, :]
+        span = conventions[0]
+        return _numpy(torch.clamp(port_deberta_bucket(delta, *conventions) + span, 0, 2 * span - 1))
+
     ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup,
+           "rope.cos_sin": rope_cos_sin, "deberta.bucket": deberta_bucket, "deberta.index": deberta_index,
            "rope.apply": rope_apply, "t5.bucket": t5_bucket, "t5.bias": t5_bias, "alibi.slopes": alibi_slopes,
            "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions, "attention": attention}
     return Adapter("torch-port", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
