@@ -31,8 +31,8 @@ adapter              op                    library function called              
                      (interleaved)         ``apply_rotary_pos_emb`` (``rotate_every_two``)
 ``T5_BUCKET``        t5.bucket             ``T5Attention._relative_position_bucket``                  float32 logs,
                                                                                                      int64 out
-``DEBERTA_BUCKET``   deberta.bucket        DeBERTa-v2 ``make_log_bucket_position``                    float32 logs,
-                                                                                                     int64 out
+``DEBERTA_BUCKET``   deberta.bucket        DeBERTa-v2 ``make_log_bucket_position``                    float32 (whole
+                                                                                                     numbers out)
 ``BLOOM_ALIBI``      alibi.slopes,         BLOOM ``build_alibi_tensor`` (slopes: its value at key     float32
                      alibi.bias (key_only), position 1; bias: on the left-padding mask that numbers
                      alibi.mask_positions  the keys; mask positions: one head, slope 2**-8, divided
@@ -71,10 +71,12 @@ adapter              op                    library function called              
    ``fully_masked`` other than ``"zeros"`` (torch >= 2.5 gives fully masked rows zeros) are
    not_applicable.
 .. [6] One axis' weights are ``interpolate`` of unit impulses laid along the *width*: with a
-   ``(1, C, n, 1)`` input and ``antialias=True``, torch 2.13 CPU resamples the height wrongly
-   (weights off by up to 0.45 against the same impulses along the width or with width 3), so the
-   adapter never passes a width-1 tensor. ``bicubic`` is ``a = -0.75`` without antialias and
-   ``a = -0.5`` with it; other ``cubic_a`` values are not_applicable.
+   ``(N, C, n, 1)`` input and ``antialias=True`` (bicubic or bilinear), torch 2.13 CPU returns
+   the first output row for every row (``arange(16.)`` reshaped ``(1, 1, 16, 1)`` to ``(7, 1)``
+   gives seven copies of 0.6961; the same data along the width, or with width 2, gives
+   0.6961 ... 14.3039), so the adapter never resamples along a height next to a width of 1.
+   ``bicubic`` is ``a = -0.75`` without antialias and ``a = -0.5`` with it; other ``cubic_a``
+   values are not_applicable.
 
 The library functions build a table for rows ``0..n-1`` (or a grid from ``arange``); the
 adapter asks for ``n = max(row) + 1`` rows and gathers the requested rows with torch indexing.
