@@ -43,6 +43,7 @@ for a in ROPE_INIT:rope-init LONGROPE:longrope LLAMA_ROPE:llama-rope GPTJ_ROPE:g
   check "torch-${a#*:}-float32" -- "$A/torch_adapter.py:${a%%:*}" $lib
 done
 for d in float64 float32; do
+  check torch-t5-bias-$d -- $A/torch_adapter.py:T5_BIAS --dtype $d $lib
   check torch-interpolate-$d -- $A/torch_adapter.py:INTERPOLATE --dtype $d $lib
 done
 for d in float64 float32 float16 bfloat16; do

@@ -31,6 +31,9 @@ adapter              op                    library function called              
                      (interleaved)         ``apply_rotary_pos_emb`` (``rotate_every_two``)
 ``T5_BUCKET``        t5.bucket             ``T5Attention._relative_position_bucket``                  float32 logs,
                                                                                                      int64 out
+``T5_BIAS``          t5.bias               ``T5Attention.compute_bias`` (``relative_attention_bias``  float64, float32
+                                           = the case's table; one query at a time as
+                                           ``past_seen_tokens``, keys ``0..max(k)`` gathered)
 ``DEBERTA_BUCKET``   deberta.bucket        DeBERTa-v2 ``make_log_bucket_position``                    float32 (whole
                                                                                                      numbers out)
 ``BLOOM_ALIBI``      alibi.slopes,         BLOOM ``build_alibi_tensor`` (slopes: its value at key     float32
@@ -489,6 +492,37 @@ def _t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> n
                              max_distance=distance))
 
 
+def _t5_compute_bias(compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
+        direction, buckets, distance, _ = _t5_params(params)
+        table = np.asarray(inputs["table"], dtype=np.float64)
+        per_bucket = table if layout == "buckets_heads" else table.T
+        if table.ndim != 2 or per_bucket.shape[0] != buckets:
+            raise _shape(f"table must be (num_buckets, H) or (H, num_buckets) with num_buckets={buckets}, "
+                         f"got shape {table.shape}")
+        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                     inputs["key_positions"])
+        if qp.shape[:-1] != kp.shape[:-1]:
+            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        t5 = _transformers("t5.modeling_t5")
+        heads = per_bucket.shape[1]
+        config = t5.T5Config(d_model=heads, d_kv=1, num_heads=heads, relative_attention_num_buckets=buckets,
+                             relative_attention_max_distance=distance, is_decoder=direction == "unidirectional")
+        layer = t5.T5Attention(config, has_relative_attention_bias=True, layer_idx=0).to(compute)
+        with torch.no_grad():
+            layer.relative_attention_bias.weight.copy_(torch.from_numpy(np.ascontiguousarray(per_bucket)))
+            rows = []
+            for q_row, k_row in zip(qp.reshape(-1, qp.shape[-1]), kp.reshape(-1, kp.shape[-1])):
+                keys = torch.from_numpy(k_row)
+                # one query at a time: compute_bias numbers keys 0..K-1 and the query past_seen_tokens
+                rows.append(torch.cat([layer.compute_bias(1, int(k_row.max()) + 1, past_seen_tokens=int(i))[..., keys]
+                                       for i in q_row], dim=2))  # (1, H, Tq, Tk)
+        bias = torch.cat(rows, dim=0).reshape(qp.shape[:-1] + (heads, qp.shape[-1], kp.shape[-1]))
+        return _numpy(bias)
+    return run
+
+
 def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
     choice("distance_clamp", params["distance_clamp"], ("none",))
     buckets = integer("position_buckets", params["position_buckets"], 1)
@@ -761,6 +795,13 @@ def t5_bucket() -> Adapter:
     calls = {"t5.bucket": "transformers T5Attention._relative_position_bucket"}
     return Adapter("transformers-t5-bucket", _version(), "float32", {"t5.bucket": _t5_bucket},
                    {"t5.bucket": {}}, calls)
+
+
+def t5_bias(dtype: str = "float64") -> Adapter:
+    calls = {"t5.bias": "transformers T5Attention.compute_bias (one query at past_seen_tokens = its position, "
+                        "keys 0..max(k), the case's keys gathered) with relative_attention_bias = the table"}
+    return Adapter("transformers-t5-bias", _version(), dtype, {"t5.bias": _t5_compute_bias(TORCH_DTYPES[dtype])},
+                   {"t5.bias": {}}, calls, t5_bias, ("float64", "float32"))
 
 
 def deberta_bucket() -> Adapter:
@@ -1123,6 +1164,7 @@ ROPE_INIT = rope_init
 LLAMA_ROPE = llama_rope
 GPTJ_ROPE = gptj_rope
 T5_BUCKET = t5_bucket
+T5_BIAS = t5_bias
 DEBERTA_BUCKET = deberta_bucket
 BLOOM_ALIBI = bloom_alibi
 MPT_ALIBI = mpt_alibi
