@@ -95,7 +95,8 @@ missing parameters, empty or mismatched shapes) are checked by each adapter's wr
 file before the library is called; what the library itself accepts or refuses beyond that is in
 ``torch_library.toml``.
 
-Port adapter ``TORCH``: a torch port of the absolute ops, ``rope.apply``, ``rope.cos_sin``, ``t5.bucket``,
+Port adapter ``TORCH``: a torch port of the absolute ops, ``rope.apply``, ``rope.cos_sin``,
+``rope.scores`` (xPos weighting included), ``t5.bucket``,
 ``t5.bias``, ``deberta.bucket``, ``deberta.index``,
 ``alibi.slopes``, ``alibi.bias``, ``alibi.mask_positions`` and ``attention``, every convention of
 each (float64, float32;
@@ -1065,6 +1066,29 @@ def torch_port(dtype: str = "float64") -> Adapter:
         x, pos, rotary = _rope_x(params, inputs, ("half", "interleaved", "interleaved_to_half"))
         return _back(port_rope_apply(x, pos, rotary, params, compute).to(out), params["x_layout"])
 
+    def rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        layouts = ("half", "interleaved")
+        q, qpos, rotary = _rope_x(params, {"x": inputs["q"], "positions": inputs["q_positions"]}, layouts)
+        k, kpos, _ = _rope_x(params, {"x": inputs["k"], "positions": inputs["k_positions"]}, layouts)
+        if q.shape[0] != k.shape[0] or q.shape[1] != k.shape[1] or q.shape[-1] != k.shape[-1]:
+            raise _shape(f"q and k must agree on B, H and D, got {inputs['q'].shape} and {inputs['k'].shape}")
+        scale_base = params["xpos_scale_base"]
+        if scale_base is not None:
+            scale_base = _finite_float("xpos_scale_base", scale_base, positive=True)
+        qr, kr = port_rope_apply(q, qpos, rotary, params, compute), port_rope_apply(k, kpos, rotary, params, compute)
+        if scale_base is None:
+            return _numpy((qr @ kr.transpose(-1, -2)).to(out))
+        space = rotary if params["partial"] == "prefix" else q.shape[-1]
+        n = space // 2
+        u, v = (slice(0, n), slice(n, space)) if params["layout"] == "half" else (slice(0, space, 2),
+                                                                                  slice(1, space, 2))
+        pairs = qr[..., None, u] * kr[..., None, :, u] + qr[..., None, v] * kr[..., None, :, v]  # (B, H, Tq, Tk, P)
+        zeta = (2.0 * torch.arange(n, dtype=compute) + 0.4 * space) / (1.4 * space)
+        offset = torch.from_numpy(np.array(qpos))[:, :, None] - torch.from_numpy(np.array(kpos))[:, None, :]
+        weight = zeta ** (offset.to(compute)[:, None, :, :, None] / scale_base)  # xPos: zeta_i ** ((m - n) / B)
+        rest = qr[..., space:] @ kr[..., space:].transpose(-1, -2)
+        return _numpy(((pairs * weight).sum(-1) + rest).to(out))
+
     def t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         conventions = _t5_params(params)
         rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
@@ -1147,8 +1171,9 @@ def torch_port(dtype: str = "float64") -> Adapter:
 
     ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup,
            "rope.cos_sin": rope_cos_sin, "deberta.bucket": deberta_bucket, "deberta.index": deberta_index,
-           "rope.apply": rope_apply, "t5.bucket": t5_bucket, "t5.bias": t5_bias, "alibi.slopes": alibi_slopes,
-           "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions, "attention": attention}
+           "rope.apply": rope_apply, "rope.scores": rope_scores, "t5.bucket": t5_bucket, "t5.bias": t5_bias,
+           "alibi.slopes": alibi_slopes, "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions,
+           "attention": attention}
     return Adapter("torch-port", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
                    {op: "torch port (conformance/adapters/torch_adapter.py)" for op in ops}, torch_port,
                    tuple(TORCH_DTYPES))
