@@ -51,6 +51,7 @@ def test_torch_port_passes_every_case_of_its_ops(dtype):
 # New-op library adapters: (name, dtype, ops it must execute)
 NEW_LIBRARY = [("ROPE_INIT", "float32", {"rope.inv_freq"}), ("LONGROPE", "float32", {"rope.longrope_inv_freq"}),
                ("LLAMA_ROPE", "float32", {"rope.apply", "rope.cos_sin"}), ("GPTJ_ROPE", "float32", {"rope.apply"}),
+               ("QWEN2VL_MROPE", "float32", {"rope.mrope_cos_sin"}),
                ("T5_BUCKET", "float32", {"t5.bucket"}), ("T5_BIAS", "float64", {"t5.bias"}),
                ("T5_BIAS", "float32", {"t5.bias"}), ("DEBERTA_BUCKET", "float32", {"deberta.bucket"}),
                ("BLOOM_ALIBI", "float32", {"alibi.slopes", "alibi.bias", "alibi.mask_positions"}),

@@ -29,6 +29,9 @@ adapter              op                    library function called              
                                            ``apply_rotary_pos_emb`` for a partial prefix
 ``GPTJ_ROPE``        rope.apply            GPT-J ``create_sinusoidal_positions`` +                    float32
                      (interleaved)         ``apply_rotary_pos_emb`` (``rotate_every_two``)
+``QWEN2VL_MROPE``    rope.mrope_cos_sin    ``Qwen2VLRotaryEmbedding.forward`` (its                     float32
+                     (chunked)             ``recomposition_frequencies``), ``mrope_section`` from the
+                                           case; width half = the first half of its table
 ``T5_BUCKET``        t5.bucket             ``T5Attention._relative_position_bucket``                  float32 logs,
                                                                                                      int64 out
 ``T5_BIAS``          t5.bias               ``T5Attention.compute_bias`` (``relative_attention_bias``  float64, float32
@@ -524,6 +527,30 @@ def _t5_compute_bias(compute: Any) -> Any:
     return run
 
 
+def _qwen2vl_mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    width = choice("width", params["width"], ("half", "full"))
+    choice("mrope_layout", params["mrope_layout"], ("chunked", "interleaved"))
+    dim = integer("dim", params["dim"], 2)
+    base = base_value(params["base"])
+    section = positions("mrope_section", inputs["mrope_section"]).tolist()
+    if dim % 2 or len(section) != 3 or sum(section) != dim // 2:
+        raise _invalid(f"need an even dim and three mrope_section entries summing to dim/2, got {dim} and {section}")
+    pos = positions("positions", inputs["positions"])
+    if pos.ndim != 2 or pos.shape[0] != 3:
+        raise _shape(f"positions must be (3, T): temporal, height, width streams, got {pos.shape}")
+    choice("mrope_layout", params["mrope_layout"], ("chunked",))  # Qwen2-VL's layout, after the checks
+    qwen2vl = _transformers("qwen2_vl.modeling_qwen2_vl")
+    config = qwen2vl.Qwen2VLTextConfig(hidden_size=dim, num_attention_heads=1, num_key_value_heads=1,
+                                       rope_parameters={"rope_type": "default", "rope_theta": base,
+                                                        "mrope_section": section})
+    rotary = qwen2vl.Qwen2VLRotaryEmbedding(config)
+    with torch.no_grad():
+        cos, sin = rotary(torch.zeros(1, dtype=torch.float32), torch.from_numpy(pos)[:, None, :])  # (1, T, dim)
+    if width == "half":
+        cos, sin = cos[..., : dim // 2], sin[..., : dim // 2]
+    return _numpy(cos[0]), _numpy(sin[0])
+
+
 def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
     choice("distance_clamp", params["distance_clamp"], ("none",))
     buckets = integer("position_buckets", params["position_buckets"], 1)
@@ -803,6 +830,13 @@ def t5_bias(dtype: str = "float64") -> Adapter:
                         "keys 0..max(k), the case's keys gathered) with relative_attention_bias = the table"}
     return Adapter("transformers-t5-bias", _version(), dtype, {"t5.bias": _t5_compute_bias(TORCH_DTYPES[dtype])},
                    {"t5.bias": {}}, calls, t5_bias, ("float64", "float32"))
+
+
+def qwen2vl_mrope() -> Adapter:
+    calls = {"rope.mrope_cos_sin": "transformers Qwen2VLRotaryEmbedding.forward (recomposition_frequencies) "
+                                   "with rope_parameters['mrope_section'] = the case's sections"}
+    return Adapter("transformers-qwen2vl-mrope", _version(), "float32", {"rope.mrope_cos_sin": _qwen2vl_mrope},
+                   {"rope.mrope_cos_sin": {"mrope_layout": ("chunked",)}}, calls)
 
 
 def deberta_bucket() -> Adapter:
@@ -1190,6 +1224,7 @@ LLAMA_ROPE = llama_rope
 GPTJ_ROPE = gptj_rope
 T5_BUCKET = t5_bucket
 T5_BIAS = t5_bias
+QWEN2VL_MROPE = qwen2vl_mrope
 DEBERTA_BUCKET = deberta_bucket
 BLOOM_ALIBI = bloom_alibi
 MPT_ALIBI = mpt_alibi
