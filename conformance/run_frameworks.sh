@@ -38,7 +38,17 @@ for d in float64 float32; do
   check torch-whisper-$d -- $A/torch_adapter.py:WHISPER --dtype $d $lib
   check torch-vitmae2d-$d -- $A/torch_adapter.py:VITMAE_2D --dtype $d $lib
 done
+for a in ROPE_INIT:rope-init LONGROPE:longrope LLAMA_ROPE:llama-rope GPTJ_ROPE:gptj-rope QWEN2VL_MROPE:qwen2vl-mrope \
+         T5_BUCKET:t5-bucket \
+         DEBERTA_BUCKET:deberta-bucket BLOOM_ALIBI:bloom-alibi MPT_ALIBI:mpt-alibi; do
+  check "torch-${a#*:}-float32" -- "$A/torch_adapter.py:${a%%:*}" $lib
+done
+for d in float64 float32; do
+  check torch-t5-bias-$d -- $A/torch_adapter.py:T5_BIAS --dtype $d $lib
+  check torch-interpolate-$d -- $A/torch_adapter.py:INTERPOLATE --dtype $d $lib
+done
 for d in float64 float32 float16 bfloat16; do
+  check torch-sdpa-$d -- $A/torch_adapter.py:SDPA --dtype $d $lib
   check torch-embedding-$d -- $A/torch_adapter.py:EMBEDDING --dtype $d $lib
   check torch-port-$d -- $A/torch_adapter.py:TORCH --dtype $d
 done

@@ -86,8 +86,35 @@ def test_javascript_example_passes_through_the_protocol():
         by_op.setdefault(r.op, set()).add(r.status)
     assert run.passed and run.executed >= 50
     assert by_op["sinusoidal.table"] == by_op["learned.lookup"] == by_op["grid2d.sincos"] == {"pass"}
+    assert by_op["rope.apply"] == by_op["alibi.slopes"] == by_op["alibi.bias"] == {"pass"}
     assert by_op["sinusoidal.fairseq"] == {"not_applicable"}
     assert adapter.restarts == 0
+
+
+@needs_node
+def test_javascript_rope_apply_rotates_both_layouts_at_explicit_positions():
+    from posenc_ref.alibi import alibi_bias
+    from posenc_ref.rope import rope_apply
+
+    adapter = load_adapter(f"subprocess:node {JS}")
+    x = np.random.default_rng(3).normal(size=(2, 5, 3, 8))  # BTHD
+    pos = np.array([[0, 1, 2, 3, 4], [7, 100, 3, 3, 40000]])  # per-sequence, unordered, far out
+    try:
+        for layout in ("half", "interleaved"):
+            params = {"base": 10000.0, "rotary_dim": 6, "partial": "prefix", "layout": layout, "x_layout": "BTHD",
+                      "attention_factor": 1.0}
+            got = np.asarray(adapter.run("rope.apply", params, {"x": x, "positions": pos})["y"])
+            want = rope_apply(x, pos, rotary_dim=6, layout=layout, x_layout="BTHD")
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+            other = rope_apply(x, pos, rotary_dim=6, layout="interleaved" if layout == "half" else "half",
+                               x_layout="BTHD")
+            assert np.abs(got - other).max() > 0.1  # the layouts really differ
+        params = {"num_heads": 6, "form": "bottom_right", "slope_rule": "press", "bias_max": 8.0}
+        got = np.asarray(adapter.run("alibi.bias", params, {"query_positions": np.array([0, 1]),
+                                                            "key_positions": np.array([0, 1, 2, 3])})["bias"])
+    finally:
+        adapter.close()
+    np.testing.assert_allclose(got, alibi_bias([0, 1], [0, 1, 2, 3], num_heads=6, form="bottom_right"), rtol=1e-15)
 
 
 @needs_node

@@ -1,4 +1,4 @@
-"""PyTorch adapters: transformers' own functions where they exist, and a torch port of every op.
+"""PyTorch adapters: transformers and torch functions where they exist, and a torch port of other ops.
 
 Library adapters (each runs the named third-party function; nothing is re-implemented):
 
@@ -18,6 +18,37 @@ adapter              op                    library function called              
                                            ``.build_2d_sinusoidal_position_embedding``
 ``EMBEDDING``        learned.lookup        ``torch.nn.Embedding.from_pretrained(...)(rows)``         float64, float32,
                                                                                                      float16, bfloat16
+``ROPE_INIT``        rope.inv_freq         ``LlamaRotaryEmbedding.compute_default_rope_parameters``  float32 [3]_
+                                           (default); ``modeling_rope_utils.ROPE_INIT_FUNCTIONS``
+                                           ``[rope_type]`` (linear, dynamic, yarn, llama3,
+                                           proportional); softmax_scale: DeepSeek-V3
+                                           ``yarn_apply_mscale``
+``LONGROPE``         rope.longrope_inv_freq ``ROPE_INIT_FUNCTIONS["longrope"]``                      float32 [3]_
+``LLAMA_ROPE``       rope.apply (half),    ``LlamaRotaryEmbedding.forward`` for cos/sin, then Llama   float32 [4]_
+                     rope.cos_sin (full)   ``apply_rotary_pos_emb`` (``rotate_half``); GPT-NeoX
+                                           ``apply_rotary_pos_emb`` for a partial prefix
+``GPTJ_ROPE``        rope.apply            GPT-J ``create_sinusoidal_positions`` +                    float32
+                     (interleaved)         ``apply_rotary_pos_emb`` (``rotate_every_two``)
+``QWEN2VL_MROPE``    rope.mrope_cos_sin    ``Qwen2VLRotaryEmbedding.forward`` (its                     float32
+                     (chunked)             ``recomposition_frequencies``), ``mrope_section`` from the
+                                           case; width half = the first half of its table
+``T5_BUCKET``        t5.bucket             ``T5Attention._relative_position_bucket``                  float32 logs,
+                                                                                                     int64 out
+``T5_BIAS``          t5.bias               ``T5Attention.compute_bias`` (``relative_attention_bias``  float64, float32
+                                           = the case's table; one query at a time as
+                                           ``past_seen_tokens``, keys ``0..max(k)`` gathered)
+``DEBERTA_BUCKET``   deberta.bucket        DeBERTa-v2 ``make_log_bucket_position``                    float32 (whole
+                                                                                                     numbers out)
+``BLOOM_ALIBI``      alibi.slopes,         BLOOM ``build_alibi_tensor`` (slopes: its value at key     float32
+                     alibi.bias (key_only), position 1; bias: on the left-padding mask that numbers
+                     alibi.mask_positions  the keys; mask positions: one head, slope 2**-8, divided
+                                           out exactly)
+``MPT_ALIBI``        alibi.slopes          MPT ``build_mpt_alibi_tensor(alibi_bias_max=bias_max)``    float32
+``SDPA``             attention             ``torch.nn.functional.scaled_dot_product_attention``       float64, float32,
+                                           [5]_                                                      float16, bfloat16
+``INTERPOLATE``      resample.*            ``torch.nn.functional.interpolate`` (bicubic, bilinear,    float64, float32
+                                           ``antialias``, ``align_corners``, ``size`` or
+                                           ``scale_factor``) [6]_
 ==================== ===================== ========================================================= =================
 
 .. [1] The table is built in float64 NumPy and copied through ``torch.FloatTensor``: every
@@ -25,6 +56,33 @@ adapter              op                    library function called              
 .. [2] ``get_embedding`` computes in float32 (``.float()``) and casts to the default dtype
    afterwards; with a float64 default the values are still float32 values, so float64 is not
    offered.
+.. [3] Our parameters become a ``LlamaConfig`` (``head_dim = dim``, ``rope_parameters`` named as
+   transformers names them; dynamic: ``max_position_embeddings = original_max_position`` and
+   ``seq_len = context_length``; yarn/llama3: ``max_position_embeddings = factor *
+   original_max_position``). transformers builds ``arange(0, d, 2).float() / d`` in float32, so
+   the adapters say float32. They implement ``dynamic_convention="transformers"``,
+   ``yarn_convention="transformers"`` and ``longrope_convention="transformers"``; ``ntk_aware``
+   (no transformers type) and the vLLM conventions are not_applicable.
+.. [4] ``LlamaRotaryEmbedding.forward`` computes cos/sin in float32 (autocast off) and returns
+   them in the input dtype; q is given in float32. ``attention_factor`` is set as the module's
+   ``attention_scaling`` (what a yarn/longrope init returns); ``rope.cos_sin`` sets the module's
+   ``inv_freq`` to the case's frequencies (rounded to float32, as the buffer is).
+.. [5] The case's boolean/additive ``mask``, ``key_padding_mask`` and ``bias`` become one
+   ``attn_mask`` (SDPA adds it after the scale, as the reference adds its bias); ``causal``
+   alone is ``is_causal=True`` (top-left) or ``torch.nn.attention.bias.causal_lower_right``
+   (bottom-right, Tq <= Tk; for Tq > Tk, where that helper warns of NaN rows, the boolean
+   lower-right mask); ``causal`` together with another mask is folded into the boolean mask;
+   ``scale`` is SDPA's ``scale`` and grouped heads use ``enable_gqa``. The weights output is SDPA
+   applied to identity values (``weights @ I``). A sliding ``window`` (no SDPA argument) and
+   ``fully_masked`` other than ``"zeros"`` (torch >= 2.5 gives fully masked rows zeros) are
+   not_applicable.
+.. [6] One axis' weights are ``interpolate`` of unit impulses laid along the *width*: with a
+   ``(N, C, n, 1)`` input and ``antialias=True`` (bicubic or bilinear), torch 2.13 CPU returns
+   the first output row for every row (``arange(16.)`` reshaped ``(1, 1, 16, 1)`` to ``(7, 1)``
+   gives seven copies of 0.6961; the same data along the width, or with width 2, gives
+   0.6961 ... 14.3039), so the adapter never resamples along a height next to a width of 1.
+   ``bicubic`` is ``a = -0.75`` without antialias and ``a = -0.5`` with it; other ``cubic_a``
+   values are not_applicable.
 
 The library functions build a table for rows ``0..n-1`` (or a grid from ``arange``); the
 adapter asks for ``n = max(row) + 1`` rows and gathers the requested rows with torch indexing.
@@ -35,7 +93,16 @@ are covered. Preconditions the libraries do not check are checked by the adapter
 integer input, so their own behaviour on bad input is what the corpus sees (see
 ``torch_library.toml``).
 
-Port adapter ``TORCH``: a torch port of every current op and convention (float64, float32;
+Preconditions the new-op library functions do not check (odd widths, unknown conventions,
+missing parameters, empty or mismatched shapes) are checked by each adapter's wrapper in this
+file before the library is called; what the library itself accepts or refuses beyond that is in
+``torch_library.toml``.
+
+Port adapter ``TORCH``: a torch port of the absolute ops, ``rope.apply``, ``rope.cos_sin``,
+``rope.scores`` (xPos weighting included), ``t5.bucket``,
+``t5.bias``, ``deberta.bucket``, ``deberta.index``,
+``alibi.slopes``, ``alibi.bias``, ``alibi.mask_positions`` and ``attention``, every convention of
+each (float64, float32;
 float16 and bfloat16 computed in float32 and rounded once at the end, as frameworks do).
 
 Run::
@@ -44,7 +111,7 @@ Run::
         --expectations conformance/adapters/torch_library.toml
     posenc-ref conformance conformance/adapters/torch_adapter.py:TORCH --dtype bfloat16
 
-(the torch port passes every case and takes no expectations file).
+(the torch port passes every case of the ops it declares and takes no expectations file).
 
 Needs ``pip install 'posenc-ref[torch]'`` (torch and transformers).
 """
@@ -52,7 +119,9 @@ Needs ``pip install 'posenc-ref[torch]'`` (torch and transformers).
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -63,6 +132,9 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers l
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
+    Rejected,
+    base_value,
+    choice,
     integer,
     positions,
     require,
@@ -231,6 +303,589 @@ def embedding(dtype: str = "float64") -> Adapter:
                     tuple(TORCH_DTYPES), _embedding, {"out_of_range": ("error",)})
 
 
+# ------------------------------------------------------- transformers RoPE, T5, ALiBi, DeBERTa ---
+
+def _invalid(message: str) -> Rejected:
+    return Rejected("invalid_argument", message)
+
+
+def _shape(message: str) -> Rejected:
+    return Rejected("invalid_shape", message)
+
+
+def _finite_float(name: str, value: Any, *, positive: bool = False, minimum: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise _invalid(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not np.isfinite(number) or (positive and number <= 0) or (minimum is not None and number < minimum):
+        bound = "> 0" if positive else f">= {minimum}" if minimum is not None else "finite"
+        raise _invalid(f"{name} must be finite and {bound}, got {value!r}")
+    return number
+
+
+def _required(p: Mapping[str, Any], name: str, hf_name: str) -> Any:
+    if p.get(name) is None:
+        raise _invalid(f"rope_type={p['rope_type']!r} needs {name} ({hf_name} in transformers' rope_parameters)")
+    return p[name]
+
+
+ROPE_INIT_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "proportional")
+
+
+def _rope_parameters(p: Mapping[str, Any]) -> tuple[dict[str, Any], int, int | None]:
+    """Our ``rope.inv_freq`` parameters as transformers ``rope_parameters``, the head_dim and ``seq_len``.
+
+    The wrapper's checks (transformers' init functions validate nothing): even ``dim``, a known
+    type, required parameters present, ``factor >= 1`` (linear, dynamic, yarn, llama3),
+    ``low_freq_factor < high_freq_factor``, ``0 < partial_rotary_factor <= 1``, ``base > 0``.
+    transformers' dynamic bracket uses ``max(context_length, M)`` and is always >= 1.
+    """
+    rope_type = choice("rope_type", p["rope_type"], ROPE_INIT_TYPES + ("ntk_aware", "longrope"))
+    dim = integer("dim", p["dim"], 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    base = base_value(p["base"])
+    out: dict[str, Any] = {"rope_type": rope_type, "rope_theta": base}
+    rho = _finite_float("partial_rotary_factor", p["partial_rotary_factor"], positive=True)
+    if rho > 1:
+        raise _invalid(f"partial_rotary_factor must be in (0, 1], got {rho}")
+    seq_len = None
+    if rope_type in ("linear", "dynamic", "yarn", "llama3"):
+        factor = _finite_float("factor", _required(p, "factor", "factor"), minimum=1.0)
+        out["factor"] = factor
+    if rope_type == "proportional":
+        out["partial_rotary_factor"] = rho
+        if p.get("factor") is not None:
+            out["factor"] = _finite_float("factor", p["factor"], positive=True)
+    if rope_type in ("dynamic", "yarn", "llama3"):
+        out["original_max_position_embeddings"] = integer(
+            "original_max_position", _required(p, "original_max_position", "original_max_position_embeddings"), 1)
+    if rope_type == "dynamic":
+        seq_len = integer("context_length", _required(p, "context_length", "max(position_ids) + 1"), 1)
+    if rope_type == "yarn":
+        for name in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"):
+            if p.get(name) is not None:
+                out[name] = _finite_float(name, p[name])
+        out["truncate"] = bool(p["truncate"])
+    if rope_type == "llama3":
+        low = _finite_float("low_freq_factor", _required(p, "low_freq_factor", "low_freq_factor"), positive=True)
+        high = _finite_float("high_freq_factor", _required(p, "high_freq_factor", "high_freq_factor"), positive=True)
+        if low >= high:
+            raise _invalid(f"low_freq_factor must be < high_freq_factor, got {low} and {high}")
+        out.update(low_freq_factor=low, high_freq_factor=high)
+    return out, dim, seq_len
+
+
+def _llama_config(rope_parameters: Mapping[str, Any], head_dim: int, max_position: int) -> Any:
+    config_cls = require("transformers", "torch").LlamaConfig
+    return config_cls(hidden_size=head_dim, num_attention_heads=1, num_key_value_heads=1, head_dim=head_dim,
+                      max_position_embeddings=max_position, rope_parameters=dict(rope_parameters))
+
+
+def _rope_init(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    rope_parameters, dim, seq_len = _rope_parameters(params)
+    rope_type = rope_parameters["rope_type"]
+    trained = rope_parameters.get("original_max_position_embeddings", 4096)
+    if rope_type == "dynamic":  # transformers' dynamic M is max_position_embeddings
+        rope_parameters.pop("original_max_position_embeddings")
+    # yarn and llama3: max_position_embeddings = factor * original, as their configs have it
+    max_position = int(round(rope_parameters["factor"] * trained)) if rope_type in ("yarn", "llama3") else trained
+    config = _llama_config(rope_parameters, dim, max_position)
+    if rope_type == "default":
+        llama = _transformers("llama.modeling_llama")
+        inv_freq, attention_factor = llama.LlamaRotaryEmbedding.compute_default_rope_parameters(config)
+    else:
+        init = require("transformers.modeling_rope_utils", "torch").ROPE_INIT_FUNCTIONS[rope_type]
+        inv_freq, attention_factor = init(config, None, seq_len)
+    mscale = 1.0  # DeepSeek-V3's attention multiplies its softmax scale for yarn only
+    if rope_type == "yarn":
+        mscale = _transformers("deepseek_v3.modeling_deepseek_v3").yarn_apply_mscale(config.rope_parameters, 1.0)
+    return (_numpy(inv_freq), np.array([float(attention_factor)]), np.array([float(mscale)]))
+
+
+def _rope_x(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+            layouts: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+    """``rope.apply``'s wrapper checks: x (B, H, T, D) as BHTD, positions (B, T), rotary_dim."""
+    choice("layout", params["layout"], ("half", "interleaved", "interleaved_to_half"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    choice("partial", params["partial"], ("prefix", "proportional"))
+    _finite_float("attention_factor", params["attention_factor"], positive=True)
+    base_value(params["base"])
+    x = np.asarray(inputs["x"], dtype=np.float64)
+    if x.ndim != 4:
+        raise _shape(f"x must be (B, H, T, D) or (B, T, H, D), got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise _invalid("x must be finite")
+    if x_layout == "BTHD":
+        x = x.transpose(0, 2, 1, 3)
+    d = x.shape[-1]
+    if d % 2:
+        raise _invalid(f"the head width must be even, got {d}")
+    rotary = d if params.get("rotary_dim") is None else integer("rotary_dim", params["rotary_dim"], 2)
+    if rotary % 2 or rotary > d:
+        raise _invalid(f"rotary_dim must be even and <= {d}, got {rotary}")
+    pos = positions("positions", inputs["positions"])
+    if pos.shape[-1] != x.shape[2] or pos.ndim > 2 or (pos.ndim == 2 and pos.shape[0] != x.shape[0]):
+        raise _shape(f"positions must be (T,) or (B, T) with T={x.shape[2]}, got {pos.shape}")
+    choice("layout", params["layout"], layouts)  # a layout the library does not rotate in, after the checks
+    return x, np.broadcast_to(pos, (x.shape[0], x.shape[2])), rotary
+
+
+def _back(y: Any, x_layout: str) -> np.ndarray:
+    return _numpy(y.transpose(1, 2) if x_layout == "BTHD" else y)
+
+
+def _llama_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    x, pos, rotary = _rope_x(params, inputs, ("half",))
+    llama = _transformers("llama.modeling_llama")
+    config = _llama_config({"rope_type": "default", "rope_theta": base_value(params["base"])}, rotary, 4096)
+    embedding = llama.LlamaRotaryEmbedding(config)
+    embedding.attention_scaling = float(params["attention_factor"])  # what a yarn init sets
+    xt = torch.from_numpy(x).to(torch.float32)
+    with torch.no_grad():
+        cos, sin = embedding(xt, torch.from_numpy(np.array(pos)))  # (B, T, rotary), float32
+        if rotary == x.shape[-1]:
+            y, _ = llama.apply_rotary_pos_emb(xt, xt, cos, sin)
+        else:  # GPT-NeoX rotates the prefix cos.shape[-1] and passes the rest through
+            y, _ = _transformers("gpt_neox.modeling_gpt_neox").apply_rotary_pos_emb(xt, xt, cos, sin)
+    return _back(y, params["x_layout"])
+
+
+def _gptj_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    x, pos, rotary = _rope_x(params, inputs, ("interleaved",))
+    gptj = _transformers("gptj.modeling_gptj")
+    table = gptj.create_sinusoidal_positions(int(pos.max()) + 1, rotary)  # (N, rotary): [sin | cos], base 10^4
+    sincos = table[torch.from_numpy(np.array(pos))]  # (B, T, rotary)
+    sin, cos = torch.split(sincos, rotary // 2, dim=-1)
+    xt = torch.from_numpy(x).to(torch.float32).transpose(1, 2)  # GPT-J rotates (B, T, H, D)
+    with torch.no_grad():
+        y = torch.cat([gptj.apply_rotary_pos_emb(xt[..., :rotary], sin, cos), xt[..., rotary:]], dim=-1)
+    return _back(y.transpose(1, 2), params["x_layout"])
+
+
+def _llama_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    choice("width", params["width"], ("half", "full", "full_interleaved"))
+    factor = _finite_float("attention_factor", params["attention_factor"], positive=True)
+    inv_freq = np.asarray(inputs["inv_freq"], dtype=np.float64)
+    if inv_freq.ndim != 1 or inv_freq.size == 0:
+        raise _shape(f"inv_freq must be a non-empty (P,) array, got shape {inv_freq.shape}")
+    pos = positions("positions", inputs["positions"])
+    llama = _transformers("llama.modeling_llama")
+    embedding = llama.LlamaRotaryEmbedding(_llama_config({"rope_type": "default", "rope_theta": 10000.0},
+                                                         2 * inv_freq.size, 4096))
+    embedding.inv_freq = torch.from_numpy(inv_freq).to(torch.float32)  # the frequencies under test
+    embedding.attention_scaling = factor
+    flat = torch.from_numpy(pos.reshape(1, -1))
+    with torch.no_grad():
+        cos, sin = embedding(torch.zeros(1, dtype=torch.float32), flat)  # (1, N, 2P) = [freqs | freqs]
+    shape = pos.shape + (2 * inv_freq.size,)
+    return _numpy(cos.reshape(shape)), _numpy(sin.reshape(shape))
+
+
+def _t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    direction = choice("direction", params["direction"], ("bidirectional", "unidirectional"))
+    buckets = integer("num_buckets", params["num_buckets"], 1)
+    distance = integer("max_distance", params["max_distance"], 1)
+    exact = buckets // 2 // 2 if direction == "bidirectional" else buckets // 2
+    if exact < 1 or distance <= exact:  # log(0) and log(max_distance / max_exact) <= 0
+        raise _invalid(f"num_buckets={buckets}, max_distance={distance}: need an exact region >= 1 below max_distance")
+    rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+    t5 = _transformers("t5.modeling_t5")
+    buckets_of = t5.T5Attention._relative_position_bucket
+    return _numpy(buckets_of(torch.from_numpy(rel), bidirectional=direction == "bidirectional", num_buckets=buckets,
+                             max_distance=distance))
+
+
+def _t5_compute_bias(compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
+        direction, buckets, distance, _ = _t5_params(params)
+        table = np.asarray(inputs["table"], dtype=np.float64)
+        per_bucket = table if layout == "buckets_heads" else table.T
+        if table.ndim != 2 or per_bucket.shape[0] != buckets:
+            raise _shape(f"table must be (num_buckets, H) or (H, num_buckets) with num_buckets={buckets}, "
+                         f"got shape {table.shape}")
+        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                     inputs["key_positions"])
+        if qp.shape[:-1] != kp.shape[:-1]:
+            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        t5 = _transformers("t5.modeling_t5")
+        heads = per_bucket.shape[1]
+        config = t5.T5Config(d_model=heads, d_kv=1, num_heads=heads, relative_attention_num_buckets=buckets,
+                             relative_attention_max_distance=distance, is_decoder=direction == "unidirectional")
+        layer = t5.T5Attention(config, has_relative_attention_bias=True, layer_idx=0).to(compute)
+        with torch.no_grad():
+            layer.relative_attention_bias.weight.copy_(torch.from_numpy(np.ascontiguousarray(per_bucket)))
+            rows = []
+            for q_row, k_row in zip(qp.reshape(-1, qp.shape[-1]), kp.reshape(-1, kp.shape[-1])):
+                keys = torch.from_numpy(k_row)
+                # one query at a time: compute_bias numbers keys 0..K-1 and the query past_seen_tokens
+                rows.append(torch.cat([layer.compute_bias(1, int(k_row.max()) + 1, past_seen_tokens=int(i))[..., keys]
+                                       for i in q_row], dim=2))  # (1, H, Tq, Tk)
+        bias = torch.cat(rows, dim=0).reshape(qp.shape[:-1] + (heads, qp.shape[-1], kp.shape[-1]))
+        return _numpy(bias)
+    return run
+
+
+def _qwen2vl_mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    width = choice("width", params["width"], ("half", "full"))
+    choice("mrope_layout", params["mrope_layout"], ("chunked", "interleaved"))
+    dim = integer("dim", params["dim"], 2)
+    base = base_value(params["base"])
+    section = positions("mrope_section", inputs["mrope_section"]).tolist()
+    if dim % 2 or len(section) != 3 or sum(section) != dim // 2:
+        raise _invalid(f"need an even dim and three mrope_section entries summing to dim/2, got {dim} and {section}")
+    pos = positions("positions", inputs["positions"])
+    if pos.ndim != 2 or pos.shape[0] != 3:
+        raise _shape(f"positions must be (3, T): temporal, height, width streams, got {pos.shape}")
+    choice("mrope_layout", params["mrope_layout"], ("chunked",))  # Qwen2-VL's layout, after the checks
+    qwen2vl = _transformers("qwen2_vl.modeling_qwen2_vl")
+    config = qwen2vl.Qwen2VLTextConfig(hidden_size=dim, num_attention_heads=1, num_key_value_heads=1,
+                                       rope_parameters={"rope_type": "default", "rope_theta": base,
+                                                        "mrope_section": section})
+    rotary = qwen2vl.Qwen2VLRotaryEmbedding(config)
+    with torch.no_grad():
+        cos, sin = rotary(torch.zeros(1, dtype=torch.float32), torch.from_numpy(pos)[:, None, :])  # (1, T, dim)
+    if width == "half":
+        cos, sin = cos[..., : dim // 2], sin[..., : dim // 2]
+    return _numpy(cos[0]), _numpy(sin[0])
+
+
+def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    choice("distance_clamp", params["distance_clamp"], ("none",))
+    buckets = integer("position_buckets", params["position_buckets"], 1)
+    max_position = integer("max_relative_positions", params["max_relative_positions"], 1)
+    if buckets // 2 < 2 or max_position - 1 <= buckets // 2:  # log((max_position - 1) / mid) divides
+        raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
+                       f"got {buckets} and {max_position}")
+    rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+    with warnings.catch_warnings():  # the module decorates helpers with torch.jit.script, deprecated in torch 2.13
+        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
+        deberta = _transformers("deberta_v2.modeling_deberta_v2")
+    return _numpy(deberta.make_log_bucket_position(torch.from_numpy(rel), buckets, max_position))
+
+
+def _alibi_slopes_check(params: Mapping[str, Any]) -> int:
+    choice("slope_rule", params["slope_rule"], ("press", "geometric"))
+    _finite_float("bias_max", params["bias_max"], positive=True)
+    return integer("num_heads", params["num_heads"], 1)
+
+
+def _bloom_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    heads = _alibi_slopes_check(params)
+    bloom = _transformers("bloom.modeling_bloom")
+    alibi = bloom.build_alibi_tensor(torch.ones(1, 2, dtype=torch.int64), heads, torch.float32)  # (H, 1, 2)
+    return _numpy(alibi[:, 0, 1])  # slope * position 1
+
+
+def _mpt_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    heads = _alibi_slopes_check(params)
+    mpt = _transformers("mpt.modeling_mpt")
+    alibi = mpt.build_mpt_alibi_tensor(heads, 2, alibi_bias_max=float(params["bias_max"]))  # (H, 1, 2): [-m, 0]
+    return _numpy(-alibi[:, 0, 0])
+
+
+def _bloom_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    mask = np.asarray(inputs["attention_mask"])
+    if mask.ndim != 2 or mask.size == 0:
+        raise _shape(f"attention_mask must be a non-empty (B, T) array, got shape {mask.shape}")
+    if not np.all((mask == 0) | (mask == 1)):
+        raise _invalid("attention_mask must hold 0 and 1 only")
+    bloom = _transformers("bloom.modeling_bloom")
+    # one head: slope 2**-8 exactly, so alibi / slope is the position BLOOM multiplies (exact in float64)
+    alibi = bloom.build_alibi_tensor(torch.from_numpy(mask.astype(np.int64)), 1, torch.float64)  # (B, 1, T)
+    return _numpy(torch.round(alibi[:, 0, :] * 2.0 ** 8).to(torch.int64))
+
+
+def _longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    dim = integer("dim", params["dim"], 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    short, long = (np.asarray(inputs[n], dtype=np.float64) for n in ("short_factor", "long_factor"))
+    if short.shape != (dim // 2,) or long.shape != (dim // 2,):
+        raise _invalid(f"short_factor and long_factor must have length dim/2 = {dim // 2}, "
+                       f"got {short.shape}, {long.shape}")
+    trained = integer("original_max_position", params["original_max_position"], 1)
+    rope_parameters: dict[str, Any] = {
+        "rope_type": "longrope", "rope_theta": base_value(params["base"]), "short_factor": short.tolist(),
+        "long_factor": long.tolist(), "original_max_position_embeddings": trained,
+        "factor": _finite_float("factor", params["factor"], positive=True)}
+    if params["attention_factor"] is not None:
+        rope_parameters["attention_factor"] = _finite_float("attention_factor", params["attention_factor"],
+                                                            positive=True)
+    seq_len = integer("context_length", params["context_length"], 1)
+    config = _llama_config(rope_parameters, dim, max(int(rope_parameters["factor"] * trained), 1))
+    init = require("transformers.modeling_rope_utils", "torch").ROPE_INIT_FUNCTIONS["longrope"]
+    inv_freq, attention_factor = init(config, None, seq_len)
+    return _numpy(inv_freq), np.array([float(attention_factor)])
+
+
+def _bloom_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    heads = _alibi_slopes_check(params)
+    choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+    q = positions("query_positions", inputs["query_positions"])
+    k = positions("key_positions", inputs["key_positions"])
+    if k.shape[:-1] != q.shape[:-1] or q.ndim > 2:
+        raise _shape(f"query_positions and key_positions must agree on the batch, got {q.shape} and {k.shape}")
+    choice("form", params["form"], ("key_only",))
+    rows = k.reshape(-1, k.shape[-1])
+    # BLOOM numbers keys (cumsum(mask) - 1) * mask: recover the left-padding mask that gives these positions
+    masks = []
+    for row in rows:
+        pad = next((p for p in range(row.size) if not row[:p].any() and
+                    np.array_equal(row[p:], np.arange(row.size - p))), None)
+        if pad is None:
+            raise RuntimeError(f"key positions {row.tolist()} are not BLOOM mask positions")
+        masks.append((np.arange(row.size) >= pad).astype(np.int64))
+    bloom = _transformers("bloom.modeling_bloom")
+    alibi = bloom.build_alibi_tensor(torch.from_numpy(np.stack(masks)), heads, torch.float32)  # (B*H, 1, Tk)
+    bias = alibi.reshape(len(masks), heads, 1, k.shape[-1]).expand(-1, -1, q.shape[-1], -1)
+    return _numpy(bias.reshape(k.shape[:-1] + (heads, q.shape[-1], k.shape[-1])))
+
+
+def _interpolate_mode(params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``F.interpolate`` mode and keywords for the case's kernel/antialias/coordinates."""
+    kernel = choice("kernel", params["kernel"], ("bicubic", "bilinear"))
+    antialias = choice("antialias", params["antialias"], ("off", "on")) == "on"
+    aligned = choice("coordinates", params["coordinates"], ("half_pixel", "align_corners")) == "align_corners"
+    size_from = choice("size_from", params["size_from"], ("size", "scale_factor"))
+    offset = _finite_float("scale_offset", params["scale_offset"])
+    if size_from == "size" and offset != 0:
+        raise _invalid(f"scale_offset applies to size_from='scale_factor' only, got {offset}")
+    return kernel, {"antialias": antialias, "align_corners": aligned}
+
+
+def _interpolate(table: Any, sizes: tuple[int, ...], new: tuple[int, ...], params: Mapping[str, Any],
+                 compute: Any) -> Any:
+    """``(1, C, *sizes)`` -> ``F.interpolate`` to ``new`` (or by the DINO scale factors)."""
+    mode, kwargs = _interpolate_mode(params)
+    for size in new:
+        integer("new size", size, 1)
+    if params["size_from"] == "scale_factor":  # a 1-D table's dummy height axis keeps factor 1
+        factors = tuple(1.0 if n == m == 1 else (m + float(params["scale_offset"])) / n for m, n in zip(new, sizes))
+        kwargs["scale_factor"] = factors
+    else:
+        kwargs["size"] = new
+    return torch.nn.functional.interpolate(table.to(compute), mode=mode, **kwargs)
+
+
+def _resample_supports(op: str, params: Mapping[str, Any]) -> bool | str:
+    if op not in ("resample.weights", "resample.table_1d", "resample.grid_2d"):
+        return f"{op} not supported"
+    if params.get("antialias") == "on" and params.get("coordinates") == "align_corners":
+        return True  # invalid whatever a is: run it, so the library's answer is judged
+    if params.get("kernel") == "bicubic" and params.get("antialias") in ("off", "on"):
+        expected = -0.5 if params["antialias"] == "on" else -0.75
+        if params.get("cubic_a") != expected:
+            return f"F.interpolate bicubic uses a = {expected} with antialias={params['antialias'] == 'on'}"
+    return True
+
+
+def _resample(compute: Any) -> dict[str, Any]:
+    def weights(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        n = integer("in_size", params["in_size"], 1)
+        m = integer("new_size", params["new_size"], 1)
+        # channel c = unit impulse at sample c, along the width: (1, n, 1, n) -> (1, n, 1, m) holds W^T
+        eye = torch.eye(n, dtype=torch.float64).reshape(1, n, 1, n)
+        out = _interpolate(eye, (1, n), (1, m), params, compute)
+        return _numpy(out[0, :, 0, :].T)
+
+    def table_1d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        table = np.asarray(inputs["table"], dtype=np.float64)
+        prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
+        m = integer("new_length", params["new_length"], 1)
+        if table.ndim != 2 or table.shape[0] <= prefix:
+            raise _shape(f"table must be (prefix + n, D) with n >= 1, got shape {table.shape}")
+        rows = torch.from_numpy(table[prefix:].T.copy()).reshape(1, table.shape[1], 1, -1)  # along the width
+        out = _interpolate(rows, (1, rows.shape[3]), (1, m), params, compute)[0, :, 0, :].T
+        return _numpy(torch.cat([torch.from_numpy(table[:prefix]).to(compute), out], dim=0))
+
+    def grid_2d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        table = np.asarray(inputs["table"], dtype=np.float64)
+        prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
+        h, w = integer("grid_height", params["grid_height"], 1), integer("grid_width", params["grid_width"], 1)
+        new = (integer("new_height", params["new_height"], 1), integer("new_width", params["new_width"], 1))
+        if table.ndim != 2 or table.shape[0] != prefix + h * w:
+            raise _shape(f"table must be (prefix + H*W, D) = ({prefix + h * w}, D), got shape {table.shape}")
+        grid = torch.from_numpy(table[prefix:].T.copy()).reshape(1, table.shape[1], h, w)
+        out = _interpolate(grid, (h, w), new, params, compute)  # (1, D, H', W')
+        rows = out[0].reshape(table.shape[1], -1).T
+        return _numpy(torch.cat([torch.from_numpy(table[:prefix]).to(compute), rows], dim=0))
+
+    return {"resample.weights": weights, "resample.table_1d": table_1d, "resample.grid_2d": grid_2d}
+
+
+def _sdpa_weights_and_output(q: Any, k: Any, v: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """SDPA's output, and its weights as SDPA applied to identity values (weights @ I = weights)."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    eye = torch.eye(k.shape[-2], dtype=k.dtype).expand(k.shape[0], k.shape[1], -1, -1)
+    return sdpa(q, k, v, **kwargs), sdpa(q, k, eye, **kwargs)
+
+
+def _sdpa(compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
+        if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+            raise _shape(f"q, k, v must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
+        b, h, tq, d = q.shape
+        if k.shape[0] != b or k.shape[-1] != d or v.shape[:3] != k.shape[:3] or h % k.shape[1]:
+            raise _shape(f"q {q.shape}, k {k.shape}, v {v.shape}: need equal B and D and H % Hkv == 0")
+        tk = k.shape[2]
+        alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
+        choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
+        if params["window"] is not None:
+            integer("window", params["window"], 1)
+        mask, padding, bias = inputs["mask"], np.asarray(inputs["key_padding_mask"]), np.asarray(inputs["bias"])
+        if padding.shape[-1] != tk:
+            raise _shape(f"key_padding_mask must have length Tk={tk}, got {padding.shape}")
+        try:
+            np.broadcast_shapes(np.shape(mask), (b, h, tq, tk))
+            np.broadcast_shapes(bias.shape, (b, h, tq, tk))
+        except ValueError as exc:
+            raise _shape(f"mask and bias must broadcast to {(b, h, tq, tk)}: {exc}") from exc
+        # one additive attn_mask: SDPA adds it after the scale, as the reference adds its bias
+        allowed = np.broadcast_to(padding[:, None, None, :], (b, 1, tq, tk)).astype(bool)
+        additive = np.broadcast_to(bias, (b, h, tq, tk)).astype(np.float64)
+        mask = np.asarray(mask)
+        if mask.dtype == np.bool_:
+            allowed = allowed & mask
+        else:
+            additive = additive + mask
+        kwargs: dict[str, Any] = {"scale": params["scale"], "enable_gqa": h != k.shape[1]}
+        neutral = bool(allowed.all()) and not additive.any()
+        if params["causal"] and not neutral:
+            allowed = allowed & np.tril(np.ones((tq, tk), dtype=bool), k=tk - tq if alignment == "bottom_right" else 0)
+            neutral = False
+        if params["fully_masked"] == "error" and not np.broadcast_to(allowed, (b, h, tq, tk)).any(-1).all():
+            raise _invalid("a query row has every key masked")
+        if params["causal"] and neutral and alignment == "top_left":
+            kwargs["is_causal"] = True
+        elif params["causal"] and neutral and tq <= tk:
+            kwargs["attn_mask"] = require("torch.nn.attention.bias", "torch").causal_lower_right(tq, tk)
+        elif params["causal"] and neutral:  # causal_lower_right warns of NaN rows when Tq > Tk: pass the mask
+            kwargs["attn_mask"] = torch.from_numpy(np.tril(np.ones((tq, tk), dtype=bool), k=tk - tq))
+        elif not neutral:
+            kwargs["attn_mask"] = torch.from_numpy(np.where(allowed, additive, -np.inf)).to(compute)
+        tensors = (torch.from_numpy(a).to(compute) for a in (q, k, v))
+        with torch.no_grad():
+            output, weights = _sdpa_weights_and_output(*tensors, **kwargs)
+        return _numpy(output), _numpy(weights)
+    return run
+
+
+def _sdpa_supports(op: str, params: Mapping[str, Any]) -> bool | str:
+    if params.get("window") is not None and params["window"] != 0:
+        return "SDPA has no sliding-window argument (a band mask would be the adapter's, not SDPA's)"
+    if params.get("fully_masked") in ("nan", "uniform"):
+        return "SDPA (torch >= 2.5) gives a fully masked row zeros; 'nan' and 'uniform' are other libraries'"
+    return True
+
+
+class _SupportsAdapter(Adapter):
+    """An :class:`Adapter` whose ``supports`` refuses what the library cannot express, with the reason."""
+
+    def __init__(self, *args: Any, supports: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._supports = supports
+
+    def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
+        if op not in self.capabilities:
+            return f"{op} not supported"
+        return self._supports(op, params)
+
+
+def rope_init() -> Adapter:
+    calls = {"rope.inv_freq": "transformers LlamaRotaryEmbedding.compute_default_rope_parameters (default) and "
+                              "modeling_rope_utils.ROPE_INIT_FUNCTIONS[rope_type] (linear, dynamic, yarn, llama3, "
+                              "proportional) on a LlamaConfig; softmax_scale from DeepSeek-V3's yarn_apply_mscale"}
+    caps = {"rope.inv_freq": {"rope_type": ROPE_INIT_TYPES, "dynamic_convention": ("transformers",),
+                              "yarn_convention": ("transformers",)}}
+    return Adapter("transformers-rope-init", _version(), "float32", {"rope.inv_freq": _rope_init}, caps, calls)
+
+
+def llama_rope() -> Adapter:
+    calls = {"rope.apply": "transformers LlamaRotaryEmbedding.forward + Llama apply_rotary_pos_emb (rotate_half); "
+                           "GPT-NeoX apply_rotary_pos_emb for a partial prefix",
+             "rope.cos_sin": "transformers LlamaRotaryEmbedding.forward with the case's inv_freq"}
+    caps = {"rope.apply": {"layout": ("half",), "partial": ("prefix",)}, "rope.cos_sin": {"width": ("full",)}}
+    return Adapter("transformers-llama-rope", _version(), "float32",
+                   {"rope.apply": _llama_apply, "rope.cos_sin": _llama_cos_sin}, caps, calls)
+
+
+def gptj_rope() -> Adapter:
+    calls = {"rope.apply": "transformers GPT-J create_sinusoidal_positions + apply_rotary_pos_emb (rotate_every_two)"}
+    caps = {"rope.apply": {"layout": ("interleaved",), "partial": ("prefix",), "base": (10000.0,),
+                           "attention_factor": (1.0,)}}
+    return Adapter("transformers-gptj-rope", _version(), "float32", {"rope.apply": _gptj_apply}, caps, calls)
+
+
+def t5_bucket() -> Adapter:
+    calls = {"t5.bucket": "transformers T5Attention._relative_position_bucket"}
+    return Adapter("transformers-t5-bucket", _version(), "float32", {"t5.bucket": _t5_bucket},
+                   {"t5.bucket": {}}, calls)
+
+
+def t5_bias(dtype: str = "float64") -> Adapter:
+    calls = {"t5.bias": "transformers T5Attention.compute_bias (one query at past_seen_tokens = its position, "
+                        "keys 0..max(k), the case's keys gathered) with relative_attention_bias = the table"}
+    return Adapter("transformers-t5-bias", _version(), dtype, {"t5.bias": _t5_compute_bias(TORCH_DTYPES[dtype])},
+                   {"t5.bias": {}}, calls, t5_bias, ("float64", "float32"))
+
+
+def qwen2vl_mrope() -> Adapter:
+    calls = {"rope.mrope_cos_sin": "transformers Qwen2VLRotaryEmbedding.forward (recomposition_frequencies) "
+                                   "with rope_parameters['mrope_section'] = the case's sections"}
+    return Adapter("transformers-qwen2vl-mrope", _version(), "float32", {"rope.mrope_cos_sin": _qwen2vl_mrope},
+                   {"rope.mrope_cos_sin": {"mrope_layout": ("chunked",)}}, calls)
+
+
+def deberta_bucket() -> Adapter:
+    calls = {"deberta.bucket": "transformers DeBERTa-v2 make_log_bucket_position"}
+    return Adapter("transformers-deberta-bucket", _version(), "float32", {"deberta.bucket": _deberta_bucket},
+                   {"deberta.bucket": {"distance_clamp": ("none",)}}, calls)
+
+
+def bloom_alibi() -> Adapter:
+    calls = {"alibi.slopes": "transformers BLOOM build_alibi_tensor (slope = alibi at position 1)",
+             "alibi.mask_positions": "transformers BLOOM build_alibi_tensor with one head (alibi / 2**-8)",
+             "alibi.bias": "transformers BLOOM build_alibi_tensor on the left-padding mask that numbers the keys"}
+    caps = {"alibi.slopes": {"slope_rule": ("press",), "bias_max": (8.0,)}, "alibi.mask_positions": {},
+            "alibi.bias": {"slope_rule": ("press",), "bias_max": (8.0,), "form": ("key_only",)}}
+    return Adapter("transformers-bloom-alibi", _version(), "float32",
+                   {"alibi.slopes": _bloom_slopes, "alibi.mask_positions": _bloom_mask_positions,
+                    "alibi.bias": _bloom_bias}, caps, calls)
+
+
+def mpt_alibi() -> Adapter:
+    calls = {"alibi.slopes": "transformers MPT build_mpt_alibi_tensor(alibi_bias_max=bias_max)"}
+    caps = {"alibi.slopes": {"slope_rule": ("press",)}}
+    return Adapter("transformers-mpt-alibi", _version(), "float32", {"alibi.slopes": _mpt_slopes}, caps, calls)
+
+
+def longrope() -> Adapter:
+    calls = {"rope.longrope_inv_freq": "transformers modeling_rope_utils.ROPE_INIT_FUNCTIONS['longrope'] "
+                                       "(_compute_longrope_parameters) on a LlamaConfig"}
+    return Adapter("transformers-longrope", _version(), "float32", {"rope.longrope_inv_freq": _longrope},
+                   {"rope.longrope_inv_freq": {"longrope_convention": ("transformers",)}}, calls)
+
+
+def interpolate(dtype: str = "float64") -> Adapter:
+    call = "torch.nn.functional.interpolate (bicubic/bilinear, antialias, align_corners, size or scale_factor)"
+    ops = _resample(TORCH_DTYPES[dtype])
+    return _SupportsAdapter("torch-interpolate", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
+                            {op: call for op in ops}, interpolate, ("float64", "float32"), supports=_resample_supports)
+
+
+def sdpa(dtype: str = "float64") -> Adapter:
+    calls = {"attention": "torch.nn.functional.scaled_dot_product_attention (is_causal, "
+                          "torch.nn.attention.bias.causal_lower_right, attn_mask, scale, enable_gqa); "
+                          "weights as SDPA on identity values"}
+    ops = {"attention": _sdpa(TORCH_DTYPES[dtype])}
+    return _SupportsAdapter("torch-sdpa", f"torch {torch.__version__}", dtype, ops, {"attention": {}}, calls, sdpa,
+                            ("float64", "float32", "float16", "bfloat16"),
+                            supports=_sdpa_supports)
+
+
 # ------------------------------------------------------------------------------- torch port ---
 
 def _frequencies(width: int, base: float, ladder: str, compute: Any) -> Any:
@@ -289,8 +944,139 @@ def port_grid(ys: np.ndarray, xs: np.ndarray, params: Mapping[str, Any], compute
                       torch.stack([b.sin(), b.cos()], -1).flatten(-2)], dim=-1)
 
 
+def _t5_params(params: Mapping[str, Any]) -> tuple[str, int, int, int]:
+    """(direction, N, D, exact region E) after the wrapper's checks."""
+    direction = choice("direction", params["direction"], ("bidirectional", "unidirectional"))
+    buckets = integer("num_buckets", params["num_buckets"], 1)
+    distance = integer("max_distance", params["max_distance"], 1)
+    exact = buckets // 2 // 2 if direction == "bidirectional" else buckets // 2
+    if exact < 1 or distance <= exact:
+        raise _invalid(f"num_buckets={buckets}, max_distance={distance}: need an exact region >= 1 below max_distance")
+    return direction, buckets, distance, exact
+
+
+def port_t5_bucket(rel: Any, direction: str, buckets: int, distance: int, exact: int) -> Any:
+    """T5 buckets of ``r = j - i`` in torch: the log region floors in float64, capped at the last bucket."""
+    side = buckets // 2 if direction == "bidirectional" else buckets
+    offset = (rel > 0).to(torch.int64) * side if direction == "bidirectional" else torch.zeros_like(rel)
+    n = rel.abs() if direction == "bidirectional" else torch.clamp(-rel, min=0)
+    large = exact + torch.floor(torch.log(n.clamp(min=1).to(torch.float64) / exact) / math.log(distance / exact)
+                                * (side - exact)).to(torch.int64)
+    return offset + torch.where(n < exact, n, torch.clamp(large, max=side - 1))
+
+
+def _deberta_params(params: Mapping[str, Any]) -> tuple[int, int, str]:
+    clamp = choice("distance_clamp", params["distance_clamp"], ("none", "max_relative_positions"))
+    buckets = integer("position_buckets", params["position_buckets"], 1)
+    max_position = integer("max_relative_positions", params["max_relative_positions"], 1)
+    if buckets // 2 < 2 or max_position - 1 <= buckets // 2:
+        raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
+                       f"got {buckets} and {max_position}")
+    return buckets, max_position, clamp
+
+
+def port_deberta_bucket(delta: Any, buckets: int, max_position: int, clamp: str) -> Any:
+    """Signed log buckets of ``delta = i - j`` in float64 torch (ceil), optionally clamped first."""
+    if clamp == "max_relative_positions":
+        delta = delta.clamp(-(max_position - 1), max_position - 1)
+    mid = buckets // 2
+    size = delta.abs()
+    scaled = torch.ceil(torch.log(size.clamp(min=1).to(torch.float64) / mid) / math.log((max_position - 1) / mid)
+                        * (mid - 1))
+    log_bucket = (scaled.to(torch.int64) + mid) * torch.sign(delta)
+    return torch.where(size <= mid, delta, log_bucket)
+
+
+def port_alibi_slopes(heads: int, rule: str, bias_max: float, compute: Any) -> Any:
+    """``2 ** -x_h`` with the press or geometric exponents (exact dyadic exponents built in float64)."""
+    power = 2 ** int(math.floor(math.log2(heads)))
+    if rule == "geometric" or power == heads:
+        exponents = bias_max * torch.arange(1, heads + 1, dtype=torch.float64) / heads
+    else:
+        exponents = torch.cat([bias_max * torch.arange(1, power + 1, dtype=torch.float64) / power,
+                               bias_max * torch.arange(1, 2 * (heads - power), 2, dtype=torch.float64) / (2 * power)])
+    return torch.exp2(-exponents).to(compute)
+
+
+def port_rope_apply(x: np.ndarray, pos: np.ndarray, rotary: int, params: Mapping[str, Any], compute: Any) -> Any:
+    """Rotate x (B, H, T, D) at positions (B, T) in torch; (B, H, T, D)."""
+    d = x.shape[-1]
+    space = rotary if params["partial"] == "prefix" else d
+    i = torch.arange(space // 2, dtype=compute)
+    w = torch.where(i < rotary // 2, torch.tensor(float(params["base"]), dtype=compute) ** (-(2 * i) / space),
+                    torch.zeros((), dtype=compute))
+    angle = torch.from_numpy(np.array(pos)).to(compute)[:, None, :, None] * w  # (B, 1, T, S/2)
+    factor = float(params["attention_factor"])
+    cos, sin = torch.cos(angle) * factor, torch.sin(angle) * factor
+    xt = torch.from_numpy(x).to(compute)
+    n = space // 2
+    if params["layout"] == "half":
+        u, v = xt[..., :n], xt[..., n:space]
+    else:
+        u, v = xt[..., 0:space:2], xt[..., 1:space:2]
+    ru, rv = u * cos - v * sin, u * sin + v * cos
+    interleaved = params["layout"] == "interleaved"
+    rotated = torch.stack([ru, rv], dim=-1).flatten(-2) if interleaved else torch.cat([ru, rv], dim=-1)
+    return torch.cat([rotated, xt[..., space:]], dim=-1)
+
+
+def port_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], compute: Any) -> tuple[Any, Any]:
+    """Attention in torch with every option of the ``attention`` op: (output, weights)."""
+    q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise _shape(f"q, k, v must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
+    b, h, tq, d = q.shape
+    if k.shape[0] != b or k.shape[-1] != d or v.shape[:3] != k.shape[:3] or h % k.shape[1]:
+        raise _shape(f"q {q.shape}, k {k.shape}, v {v.shape}: need equal B and D and H % Hkv == 0")
+    tk = k.shape[2]
+    alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
+    policy = choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
+    window = None if params["window"] is None else integer("window", params["window"], 1)
+    mask, padding, bias = np.asarray(inputs["mask"]), np.asarray(inputs["key_padding_mask"]), np.asarray(inputs["bias"])
+    if padding.ndim != 2 or padding.shape[-1] != tk or padding.shape[0] not in (1, b):
+        raise _shape(f"key_padding_mask must be (B, Tk) with Tk={tk}, got {padding.shape}")
+    try:
+        np.broadcast_shapes(mask.shape, (b, h, tq, tk))
+        np.broadcast_shapes(bias.shape, (b, h, tq, tk))
+    except ValueError as exc:
+        raise _shape(f"mask and bias must broadcast to {(b, h, tq, tk)}: {exc}") from exc
+    group = h // k.shape[1]
+    qt = torch.from_numpy(q).to(compute)
+    kt = torch.from_numpy(k).to(compute).repeat_interleave(group, dim=1)
+    vt = torch.from_numpy(v).to(compute).repeat_interleave(group, dim=1)
+    scale = 1.0 / math.sqrt(d) if params["scale"] is None else float(params["scale"])
+    logits = (qt @ kt.transpose(-1, -2)) * scale + torch.from_numpy(bias).to(compute)
+    keep = torch.from_numpy(padding)[:, None, None, :].expand(b, h, tq, tk)
+    if mask.dtype == np.bool_:
+        keep = keep & torch.from_numpy(mask)
+    else:
+        additive = torch.from_numpy(mask).to(compute)
+        keep = keep & ~torch.isneginf(additive)
+        logits = logits + torch.where(torch.isneginf(additive), torch.zeros((), dtype=compute), additive)
+    offset = tk - tq if alignment == "bottom_right" else 0
+    distance = (torch.arange(tq)[:, None] + offset) - torch.arange(tk)[None, :]
+    if params["causal"]:
+        keep = keep & (distance >= 0)
+    if window is not None:
+        keep = keep & (distance < window)
+        if not params["causal"]:
+            keep = keep & (-distance < window)
+    empty = ~keep.any(dim=-1, keepdim=True)
+    if policy == "error" and bool(empty.any()):
+        raise _invalid("a query row has every key masked")
+    masked = logits.masked_fill(~keep, -math.inf)
+    top = masked.amax(dim=-1, keepdim=True).masked_fill(empty, 0.0)
+    e = torch.exp(masked - top)
+    weights = e / e.sum(dim=-1, keepdim=True).masked_fill(empty, 1.0)
+    if policy == "nan":
+        weights = weights.masked_fill(empty, math.nan)
+    elif policy == "uniform":
+        weights = torch.where(empty, torch.full_like(weights, 1.0 / tk), weights)
+    return weights @ vt, weights
+
+
 def torch_port(dtype: str = "float64") -> Adapter:
-    """The torch port of every op; float16/bfloat16 computed in float32, rounded at the end."""
+    """The torch port of its ops; float16/bfloat16 computed in float32, rounded at the end."""
     out = TORCH_DTYPES[dtype]
     compute = torch.float64 if dtype == "float64" else torch.float32
 
@@ -310,7 +1096,118 @@ def torch_port(dtype: str = "float64") -> Adapter:
         weights, rows = validate_lookup(params, inputs)
         return _numpy(torch.from_numpy(weights).to(out)[torch.from_numpy(rows)])
 
-    ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup}
+    def rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        x, pos, rotary = _rope_x(params, inputs, ("half", "interleaved", "interleaved_to_half"))
+        return _back(port_rope_apply(x, pos, rotary, params, compute).to(out), params["x_layout"])
+
+    def rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        layouts = ("half", "interleaved")
+        q, qpos, rotary = _rope_x(params, {"x": inputs["q"], "positions": inputs["q_positions"]}, layouts)
+        k, kpos, _ = _rope_x(params, {"x": inputs["k"], "positions": inputs["k_positions"]}, layouts)
+        if q.shape[0] != k.shape[0] or q.shape[1] != k.shape[1] or q.shape[-1] != k.shape[-1]:
+            raise _shape(f"q and k must agree on B, H and D, got {inputs['q'].shape} and {inputs['k'].shape}")
+        scale_base = params["xpos_scale_base"]
+        if scale_base is not None:
+            scale_base = _finite_float("xpos_scale_base", scale_base, positive=True)
+        qr, kr = port_rope_apply(q, qpos, rotary, params, compute), port_rope_apply(k, kpos, rotary, params, compute)
+        if scale_base is None:
+            return _numpy((qr @ kr.transpose(-1, -2)).to(out))
+        space = rotary if params["partial"] == "prefix" else q.shape[-1]
+        n = space // 2
+        u, v = (slice(0, n), slice(n, space)) if params["layout"] == "half" else (slice(0, space, 2),
+                                                                                  slice(1, space, 2))
+        pairs = qr[..., None, u] * kr[..., None, :, u] + qr[..., None, v] * kr[..., None, :, v]  # (B, H, Tq, Tk, P)
+        zeta = (2.0 * torch.arange(n, dtype=compute) + 0.4 * space) / (1.4 * space)
+        offset = torch.from_numpy(np.array(qpos))[:, :, None] - torch.from_numpy(np.array(kpos))[:, None, :]
+        weight = zeta ** (offset.to(compute)[:, None, :, :, None] / scale_base)  # xPos: zeta_i ** ((m - n) / B)
+        rest = qr[..., space:] @ kr[..., space:].transpose(-1, -2)
+        return _numpy(((pairs * weight).sum(-1) + rest).to(out))
+
+    def t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        conventions = _t5_params(params)
+        rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+        return _numpy(port_t5_bucket(torch.from_numpy(rel), *conventions))
+
+    def t5_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
+        conventions = _t5_params(params)
+        table = np.asarray(inputs["table"], dtype=np.float64)
+        per_bucket = table if layout == "buckets_heads" else table.T
+        if table.ndim != 2 or per_bucket.shape[0] != conventions[1]:
+            raise _shape(f"table must be (num_buckets, H) or (H, num_buckets) with num_buckets={conventions[1]}, "
+                         f"got shape {table.shape}")
+        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                     inputs["key_positions"])
+        if qp.shape[:-1] != kp.shape[:-1]:
+            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        rel = torch.from_numpy(kp)[..., None, :] - torch.from_numpy(qp)[..., :, None]  # (..., Tq, Tk)
+        rows = torch.from_numpy(np.ascontiguousarray(per_bucket)).to(out)[port_t5_bucket(rel, *conventions)]
+        return _numpy(torch.movedim(rows, -1, -3))  # (..., Tq, Tk, H) -> (..., H, Tq, Tk)
+
+    def alibi_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        heads = _alibi_slopes_check(params)
+        return _numpy(port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), compute).to(out))
+
+    def alibi_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        heads = _alibi_slopes_check(params)
+        form = choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                     inputs["key_positions"])
+        if qp.shape[:-1] != kp.shape[:-1]:
+            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        i, j = torch.from_numpy(qp)[..., :, None], torch.from_numpy(kp)[..., None, :]
+        signed = {"relative_causal": j - i, "key_only": j.expand(i.shape[:-1] + j.shape[-1:]),
+                  "symmetric": -(i - j).abs(), "bottom_right": -(i + kp.shape[-1] - qp.shape[-1] - j).abs()}[form]
+        m = port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), compute)
+        return _numpy((m[:, None, None] * signed[..., None, :, :].to(compute)).to(out))
+
+    def alibi_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        mask = np.asarray(inputs["attention_mask"])
+        if mask.ndim != 2 or mask.size == 0:
+            raise _shape(f"attention_mask must be a non-empty (B, T) array, got shape {mask.shape}")
+        if not np.all((mask == 0) | (mask == 1)):
+            raise _invalid("attention_mask must hold 0 and 1 only")
+        m = torch.from_numpy(mask.astype(np.int64))
+        return _numpy((m.cumsum(-1) - 1) * m)
+
+    def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        output, weights = port_attention(params, inputs, compute)
+        return _numpy(output.to(out)), _numpy(weights.to(out))
+
+    def rope_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        width = choice("width", params["width"], ("half", "full", "full_interleaved"))
+        factor = _finite_float("attention_factor", params["attention_factor"], positive=True)
+        inv_freq = np.asarray(inputs["inv_freq"], dtype=np.float64)
+        if inv_freq.ndim != 1 or inv_freq.size == 0:
+            raise _shape(f"inv_freq must be a non-empty (P,) array, got shape {inv_freq.shape}")
+        pos = positions("positions", inputs["positions"])
+        angle = torch.from_numpy(pos).to(compute)[..., None] * torch.from_numpy(inv_freq).to(compute)
+        if width == "full":
+            angle = torch.cat([angle, angle], dim=-1)
+        elif width == "full_interleaved":
+            angle = angle.repeat_interleave(2, dim=-1)
+        return _numpy((torch.cos(angle) * factor).to(out)), _numpy((torch.sin(angle) * factor).to(out))
+
+    def deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        conventions = _deberta_params(params)
+        rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+        return _numpy(port_deberta_bucket(torch.from_numpy(rel), *conventions))
+
+    def deberta_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        conventions = _deberta_params(params)
+        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                     inputs["key_positions"])
+        if qp.shape[:-1] != kp.shape[:-1]:
+            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        delta = torch.from_numpy(qp)[..., :, None] - torch.from_numpy(kp)[..., None, :]
+        span = conventions[0]
+        return _numpy(torch.clamp(port_deberta_bucket(delta, *conventions) + span, 0, 2 * span - 1))
+
+    ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup,
+           "rope.cos_sin": rope_cos_sin, "deberta.bucket": deberta_bucket, "deberta.index": deberta_index,
+           "rope.apply": rope_apply, "rope.scores": rope_scores, "t5.bucket": t5_bucket, "t5.bias": t5_bias,
+           "alibi.slopes": alibi_slopes, "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions,
+           "attention": attention}
     return Adapter("torch-port", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
                    {op: "torch port (conformance/adapters/torch_adapter.py)" for op in ops}, torch_port,
                    tuple(TORCH_DTYPES))
@@ -322,5 +1219,17 @@ M2M100 = m2m100
 WHISPER = whisper
 VITMAE_2D = vitmae_2d
 EMBEDDING = embedding
+ROPE_INIT = rope_init
+LLAMA_ROPE = llama_rope
+GPTJ_ROPE = gptj_rope
+T5_BUCKET = t5_bucket
+T5_BIAS = t5_bias
+QWEN2VL_MROPE = qwen2vl_mrope
+DEBERTA_BUCKET = deberta_bucket
+BLOOM_ALIBI = bloom_alibi
+MPT_ALIBI = mpt_alibi
+SDPA = sdpa
+LONGROPE = longrope
+INTERPOLATE = interpolate
 TORCH = torch_port
 ADAPTER = torch_port

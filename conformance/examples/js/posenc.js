@@ -4,7 +4,9 @@
 //
 //   posenc-ref conformance "subprocess:node conformance/examples/js/posenc.js"
 //
-// Ops: sinusoidal.table, learned.lookup, grid2d.sincos, computed in float64 (JavaScript numbers), or
+// Ops: sinusoidal.table, learned.lookup, grid2d.sincos, rope.apply (half, interleaved and
+// interleaved_to_half layouts, prefix/proportional partial rotation, explicit positions), alibi.slopes and
+// alibi.bias (press and geometric slopes, four bias forms), computed in float64 (JavaScript numbers), or
 // in float32 when the handshake asks for it (--dtype float32): every intermediate result is then
 // rounded to float32 with Math.fround, as a float32 kernel would hold it.
 // It reads JSON lines on stdin and answers one JSON line per message on stdout; arrays travel as
@@ -143,7 +145,114 @@ function grid2d(inputs, p) {
   return { table: [out, [...inputs.ys.shape, dim]] };
 }
 
-const OPS = { "sinusoidal.table": sinusoidalTable, "learned.lookup": learnedLookup, "grid2d.sincos": grid2d };
+// rope.apply: x (B, H, T, D) or (B, T, H, D), positions (T,) or (B, T). The rotated space S is rotary_dim
+// (prefix) or D (proportional); pair i of S turns at base^(-2i/S) for i < rotary_dim/2, else at 0.
+// Pairs (i, i + S/2) (half), (2i, 2i+1) (interleaved), or read interleaved and written half.
+function ropeApply(inputs, p) {
+  const layout = choice("layout", p.layout, ["half", "interleaved", "interleaved_to_half"]);
+  const xLayout = choice("x_layout", p.x_layout, ["BHTD", "BTHD"]);
+  const partial = choice("partial", p.partial, ["prefix", "proportional"]);
+  if (!Number.isFinite(p.base) || p.base <= 0) throw invalid(`base must be finite and > 0, got ${p.base}`);
+  if (!Number.isFinite(p.attention_factor) || p.attention_factor <= 0) {
+    throw invalid(`attention_factor must be finite and > 0, got ${p.attention_factor}`);
+  }
+  const x = inputs.x;
+  if (x.shape.length !== 4) throw new Rejected("invalid_shape", `x must be 4-D, got shape (${x.shape})`);
+  for (const v of x.data) if (!Number.isFinite(v)) throw invalid("x must be finite");
+  const [B, A1, A2, D] = x.shape;
+  const [H, T] = xLayout === "BHTD" ? [A1, A2] : [A2, A1];
+  if (D % 2 === 1) throw invalid(`the head dim must be even, got ${D}`);
+  const rd = p.rotary_dim === null ? D : integer("rotary_dim", p.rotary_dim, 0);
+  if (rd % 2 === 1 || rd > D || rd === 0) throw invalid(`rotary_dim must be even, > 0 and <= ${D}, got ${rd}`);
+  const pos = positions("positions", inputs.positions);
+  const pShape = inputs.positions.shape;
+  if (pShape.length > 2 || pShape[pShape.length - 1] !== T || (pShape.length === 2 && ![1, B].includes(pShape[0]))) {
+    throw new Rejected("invalid_shape", `positions must be (T,) or (B, T) with T=${T}, got (${pShape})`);
+  }
+  if (Math.min(...pos) < 0) throw invalid(`positions must be >= 0, got ${Math.min(...pos)}`);
+  const space = partial === "prefix" ? rd : D;
+  const n = space / 2;
+  const w = new Float64Array(n);
+  for (let i = 0; i < rd / 2; i++) w[i] = R(Math.pow(R(p.base), -R(R(2 * i) / space)));
+  const a = R(p.attention_factor);
+  const out = Float64Array.from(x.data, R); // channels beyond S pass through
+  const at = (b, h, t) => (xLayout === "BHTD" ? ((b * H + h) * T + t) * D : ((b * T + t) * H + h) * D);
+  const readU = layout === "half" ? (i) => i : (i) => 2 * i;
+  const readV = layout === "half" ? (i) => n + i : (i) => 2 * i + 1;
+  const writeU = layout === "interleaved" ? (i) => 2 * i : (i) => i;
+  const writeV = layout === "interleaved" ? (i) => 2 * i + 1 : (i) => n + i;
+  for (let b = 0; b < B; b++) {
+    for (let t = 0; t < T; t++) {
+      const position = pos[pShape.length === 2 && pShape[0] === B ? b * T + t : t];
+      for (let i = 0; i < n; i++) {
+        const angle = R(R(position) * w[i]);
+        const [c, s] = [R(R(Math.cos(angle)) * a), R(R(Math.sin(angle)) * a)];
+        for (let h = 0; h < H; h++) {
+          const base = at(b, h, t);
+          const [u, v] = [x.data[base + readU(i)], x.data[base + readV(i)]].map(R);
+          out[base + writeU(i)] = R(R(u * c) - R(v * s));
+          out[base + writeV(i)] = R(R(u * s) + R(v * c));
+        }
+      }
+    }
+  }
+  return { y: [out, x.shape] };
+}
+
+// ALiBi slope exponents x_h (heads from 1): press = the authors' get_slopes generalised to bias_max b,
+// geometric = b h / H for every H. m_h = 2^-x_h.
+function alibiSlopes(p) {
+  const rule = choice("slope_rule", p.slope_rule, ["press", "geometric"]);
+  const H = integer("num_heads", p.num_heads, 1);
+  if (!Number.isFinite(p.bias_max) || p.bias_max <= 0) throw invalid(`bias_max must be finite and > 0, got ${p.bias_max}`);
+  const b = p.bias_max;
+  const c = 2 ** Math.floor(Math.log2(H));
+  const x = [];
+  if (rule === "geometric" || c === H) {
+    for (let h = 1; h <= H; h++) x.push((b * h) / H);
+  } else {
+    for (let h = 1; h <= c; h++) x.push((b * h) / c);
+    for (let t = 0; t < H - c; t++) x.push((b * (2 * t + 1)) / (2 * c));
+  }
+  return Float64Array.from(x, (e) => R(2 ** -e));
+}
+
+function alibiSlopesOp(inputs, p) {
+  const m = alibiSlopes(p);
+  return { slopes: [m, [m.length]] };
+}
+
+// alibi.bias (..., H, Tq, Tk) for query positions (..., Tq) and key positions (..., Tk).
+function alibiBias(inputs, p) {
+  const form = choice("form", p.form, ["relative_causal", "key_only", "symmetric", "bottom_right"]);
+  const m = alibiSlopes(p);
+  const q = positions("query_positions", inputs.query_positions);
+  const k = positions("key_positions", inputs.key_positions);
+  const [qs, ks] = [inputs.query_positions.shape, inputs.key_positions.shape];
+  if (qs.length === 0 || ks.length === 0 || qs.slice(0, -1).join() !== ks.slice(0, -1).join()) {
+    throw new Rejected("invalid_shape", `query and key positions must share their batch shape, got (${qs}) and (${ks})`);
+  }
+  if (Math.min(...q, ...k) < 0) throw invalid("positions must be >= 0");
+  const [Tq, Tk, H] = [qs[qs.length - 1], ks[ks.length - 1], m.length];
+  const batch = q.length / Tq;
+  const out = new Float64Array(batch * H * Tq * Tk);
+  for (let n = 0; n < batch; n++) {
+    for (let a = 0; a < Tq; a++) {
+      for (let c = 0; c < Tk; c++) {
+        const [i, j] = [q[n * Tq + a], k[n * Tk + c]];
+        const d = form === "relative_causal" ? j - i : form === "key_only" ? j
+          : form === "symmetric" ? -Math.abs(i - j) : -Math.abs(i + Tk - Tq - j);
+        for (let h = 0; h < H; h++) out[((n * H + h) * Tq + a) * Tk + c] = R(m[h] * R(d));
+      }
+    }
+  }
+  return { bias: [out, [...qs.slice(0, -1), H, Tq, Tk]] };
+}
+
+const OPS = {
+  "sinusoidal.table": sinusoidalTable, "learned.lookup": learnedLookup, "grid2d.sincos": grid2d,
+  "rope.apply": ropeApply, "alibi.slopes": alibiSlopesOp, "alibi.bias": alibiBias,
+};
 
 function handle(message) {
   if (message.type === "hello") {
