@@ -751,7 +751,10 @@ def _sdpa(compute: Any) -> Any:
             allowed = allowed & mask
         else:
             additive = additive + mask
-        kwargs: dict[str, Any] = {"scale": params["scale"], "enable_gqa": h != k.shape[1]}
+        # SDPA's scale is the whole softmax scale: the reference's scale times softmax_multiplier
+        base_scale = 1.0 / math.sqrt(d) if params["scale"] is None else float(params["scale"])
+        kwargs: dict[str, Any] = {"scale": base_scale * float(params.get("softmax_multiplier", 1.0)),
+                                  "enable_gqa": h != k.shape[1]}
         neutral = bool(allowed.all()) and not additive.any()
         if params["causal"] and not neutral:
             allowed = allowed & np.tril(np.ones((tq, tk), dtype=bool), k=tk - tq if alignment == "bottom_right" else 0)
@@ -1045,6 +1048,7 @@ def port_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], 
     kt = torch.from_numpy(k).to(compute).repeat_interleave(group, dim=1)
     vt = torch.from_numpy(v).to(compute).repeat_interleave(group, dim=1)
     scale = 1.0 / math.sqrt(d) if params["scale"] is None else float(params["scale"])
+    scale *= float(params.get("softmax_multiplier", 1.0))  # DeepSeek's YaRN factor (1 elsewhere)
     logits = (qt @ kt.transpose(-1, -2)) * scale + torch.from_numpy(bias).to(compute)
     keep = torch.from_numpy(padding)[:, None, None, :].expand(b, h, tq, tk)
     if mask.dtype == np.bool_:
