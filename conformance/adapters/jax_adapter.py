@@ -31,6 +31,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     require,
@@ -106,6 +107,142 @@ def grid(ys: np.ndarray, xs: np.ndarray, params: Mapping[str, Any], compute: Any
                             jnp.stack([jnp.sin(b), jnp.cos(b)], -1).reshape(shape)], axis=-1)
 
 
+def cos_sin(pos: np.ndarray, inv_freq: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
+    """``a cos(p w)``, ``a sin(p w)`` (*pos.shape, P or 2P); angles in ``compute``."""
+    angle = jnp.asarray(pos).astype(compute)[..., None] * jnp.asarray(inv_freq, dtype=compute)
+    factor = jnp.asarray(params["attention_factor"], dtype=compute)
+    cos, sin = factor * jnp.cos(angle), factor * jnp.sin(angle)
+    if params["width"] == "full":
+        return jnp.concatenate([cos, cos], -1), jnp.concatenate([sin, sin], -1)
+    if params["width"] == "full_interleaved":
+        return jnp.repeat(cos, 2, axis=-1), jnp.repeat(sin, 2, axis=-1)
+    return cos, sin
+
+
+def rotary_freq(space: int, rd: int, base: float, compute: Any) -> Any:
+    """``base ** (-2i/S)`` for the ``rd/2`` rotated pairs, zero for the rest of the ``S/2``."""
+    i = jnp.arange(space // 2, dtype=compute)
+    return jnp.where(i < rd // 2, jnp.power(jnp.asarray(base, dtype=compute), -(2 * i) / space), 0)
+
+
+def rotate(x: Any, pos: np.ndarray, space: int, rd: int, params: Mapping[str, Any], layout: str,
+           compute: Any) -> Any:
+    """RoPE of x (B, H, T, D) or (B, T, H, D) at positions (B|1, T)."""
+    angle = jnp.asarray(pos).astype(compute)[..., None] * rotary_freq(space, rd, params["base"], compute)
+    angle = angle[:, None] if params["x_layout"] == "BHTD" else angle[:, :, None]
+    factor = jnp.asarray(params["attention_factor"], dtype=compute)
+    cos, sin = factor * jnp.cos(angle), factor * jnp.sin(angle)
+    n = space // 2
+    if layout == "half":
+        u, v = x[..., :n], x[..., n:space]
+    else:
+        u, v = x[..., 0:space:2], x[..., 1:space:2]
+    ru, rv = u * cos - v * sin, u * sin + v * cos
+    if layout == "interleaved":
+        rotated = jnp.stack([ru, rv], axis=-1).reshape(x.shape[:-1] + (space,))
+    else:  # half, and interleaved_to_half (pairs read interleaved, written in half order)
+        rotated = jnp.concatenate([ru, rv], axis=-1)
+    return jnp.concatenate([rotated, x[..., space:]], axis=-1)
+
+
+def scores(q: Any, k: Any, qp: np.ndarray, kp: np.ndarray, space: int, rd: int, params: Mapping[str, Any],
+           compute: Any) -> Any:
+    """``<R(m) q_m, R(n) k_n>`` (B, H, Tq, Tk), with the xPos pair weights when asked."""
+    qr = rotate(q, qp, space, rd, params, params["layout"], compute)
+    kr = rotate(k, kp, space, rd, params, params["layout"], compute)
+    if params["x_layout"] == "BTHD":
+        qr, kr = qr.transpose(0, 2, 1, 3), kr.transpose(0, 2, 1, 3)
+    if params["xpos_scale_base"] is None:
+        return jnp.einsum("bhqd,bhkd->bhqk", qr, kr)
+    n = space // 2
+    zeta = (2 * jnp.arange(n, dtype=compute) + 0.4 * space) / (1.4 * space)
+    offset = (jnp.asarray(qp)[:, :, None] - jnp.asarray(kp)[:, None, :]).astype(compute)
+    weight = zeta ** (offset[:, None, :, :, None] / params["xpos_scale_base"])  # (B|1, 1, Tq, Tk, P)
+    if params["layout"] == "half":
+        pairs = (jnp.einsum("bhqp,bhkp->bhqkp", qr[..., :n], kr[..., :n])
+                 + jnp.einsum("bhqp,bhkp->bhqkp", qr[..., n:space], kr[..., n:space]))
+    else:
+        pairs = (jnp.einsum("bhqp,bhkp->bhqkp", qr[..., 0:space:2], kr[..., 0:space:2])
+                 + jnp.einsum("bhqp,bhkp->bhqkp", qr[..., 1:space:2], kr[..., 1:space:2]))
+    rest = jnp.einsum("bhqd,bhkd->bhqk", qr[..., space:], kr[..., space:])
+    return (pairs * weight).sum(axis=-1) + rest
+
+
+def alibi_bias(q: np.ndarray, k: np.ndarray, slopes: Any, form: str, compute: Any) -> Any:
+    """ALiBi bias (..., H, Tq, Tk) of (..., Tq) and (..., Tk) positions."""
+    i, j = jnp.asarray(q)[..., :, None], jnp.asarray(k)[..., None, :]
+    if form == "relative_causal":
+        signed = j - i
+    elif form == "key_only":
+        signed = jnp.broadcast_to(j, i.shape[:-1] + j.shape[-1:])
+    elif form == "symmetric":
+        signed = -jnp.abs(i - j)
+    else:
+        signed = -jnp.abs(i + (k.shape[-1] - q.shape[-1]) - j)
+    distance = signed.astype(compute)
+    if distance.ndim > 2:
+        distance = distance[..., None, :, :]
+    return slopes[:, None, None] * distance
+
+
+def t5_buckets(rel: Any, limit: int, side: int, direction: str, compute: Any) -> Any:
+    """T5 ``_relative_position_bucket`` in floating point, as T5 computes it (truncating cast)."""
+    rel = jnp.asarray(rel)
+    if direction == "bidirectional":
+        offset, n = jnp.where(rel > 0, side, 0), jnp.abs(rel)
+    else:
+        offset, n = jnp.zeros_like(rel), jnp.maximum(-rel, 0)
+    exact = side // 2
+    large = exact + (jnp.log(n.astype(compute) / exact) / np.log(limit / exact) * (side - exact)).astype(rel.dtype)
+    return offset + jnp.where(n < exact, n, jnp.minimum(large, side - 1))
+
+
+def deberta_buckets(delta: Any, buckets: int, limit: int, clamp: str, compute: Any) -> Any:
+    """DeBERTa v2 ``make_log_bucket_position`` in floating point (ceil of the log ladder)."""
+    delta = jnp.asarray(delta)
+    if clamp == "max_relative_positions":
+        delta = jnp.clip(delta, -(limit - 1), limit - 1)
+    mid = buckets // 2
+    n = jnp.abs(delta)
+    ratio = jnp.log(jnp.maximum(n, mid).astype(compute) / mid) / np.log((limit - 1) / mid) * (mid - 1)
+    return jnp.where(n <= mid, delta, jnp.sign(delta) * (mid + jnp.ceil(ratio).astype(delta.dtype)))
+
+
+def attention(a: Mapping[str, Any], compute: Any, use_library: bool) -> tuple[Any, Any]:
+    """(output, weights): the weights by a port of the softmax, the output by
+    ``jax.nn.dot_product_attention`` (``use_library``) or by the same port."""
+    q, k, v = (jnp.asarray(a[n], dtype=compute) for n in ("q", "k", "v"))
+    g = a["groups"]
+    keep = jnp.asarray(a["keep"])
+    logits = jnp.einsum("bhqd,bhkd->bhqk", q, jnp.repeat(k, g, axis=1)) * jnp.asarray(a["scale"], dtype=compute)
+    logits = logits + jnp.asarray(a["bias"], dtype=compute) + jnp.asarray(a["additive"], dtype=compute)
+    logits = jnp.where(keep, logits, -jnp.inf)
+    m = logits.max(axis=-1, keepdims=True)
+    m = jnp.where(jnp.isneginf(m), 0, m)
+    e = jnp.exp(logits - m)
+    total = e.sum(axis=-1, keepdims=True)
+    weights = e / jnp.where(total == 0, 1, total)
+    empty = jnp.asarray(a["empty"])[..., None]
+    tk = k.shape[2]
+    if a["policy"] == "nan":
+        weights = jnp.where(empty, jnp.nan, weights)
+    elif a["policy"] == "uniform":
+        weights = jnp.where(empty, 1 / tk, weights)
+    if not use_library:
+        return jnp.einsum("bhqk,bhkd->bhqd", weights, jnp.repeat(v, g, axis=1)), weights
+    bias = jnp.asarray(a["bias"], dtype=compute) + jnp.asarray(a["additive"], dtype=compute)
+    shape = (q.shape[0], q.shape[1], q.shape[2], tk)
+    out = jax.nn.dot_product_attention(  # (B, T, N, H) layout
+        q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3),
+        bias=jnp.broadcast_to(bias, shape), mask=jnp.broadcast_to(keep, shape), scale=float(a["scale"]),
+        implementation="xla").transpose(0, 2, 1, 3)
+    if a["policy"] == "zeros":  # the library fills a fully masked row with the mean of V (a finite fill)
+        out = jnp.where(empty, 0, out)
+    elif a["policy"] == "nan":
+        out = jnp.where(empty, jnp.nan, out)
+    return out, weights
+
+
 def _checked(value: Any, dtype: str) -> np.ndarray:
     """A JAX float array as NumPy, refusing one whose dtype is not the claimed one."""
     if value.dtype != DTYPES[dtype]:
@@ -146,10 +283,80 @@ def jax_port(dtype: str | None = None) -> Adapter:
         weights, rows = validate_lookup(params, inputs)
         return _checked(jnp.take(jnp.asarray(weights, dtype=out), jnp.asarray(rows), axis=0, mode="clip"), dtype)
 
+    def floats(value: Any) -> np.ndarray:
+        return _checked(value.astype(out), dtype)
+
+    def run_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        pos, inv_freq = checks.cos_sin(params, inputs)
+        cos, sin = cos_sin(pos, inv_freq, params, compute)
+        return floats(cos), floats(sin)
+
+    def run_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        x, pos, space, rd = checks.rope_apply(params, inputs)
+        return floats(rotate(jnp.asarray(x, dtype=out).astype(compute), pos, space, rd, params, params["layout"],
+                             compute))
+
+    def run_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        q, k, qp, kp, space = checks.rope_scores(params, inputs)
+        rd = space if params["rotary_dim"] is None else int(params["rotary_dim"])  # < S: proportional
+        qx, kx = (jnp.asarray(a, dtype=out).astype(compute) for a in (q, k))
+        return floats(scores(qx, kx, qp, kp, space, rd, params, compute))
+
+    def run_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        heads, rule, bias_max = checks.alibi(params)
+        return floats(jnp.exp2(-jnp.asarray(checks.alibi_exponents(heads, rule, bias_max), dtype=compute)))
+
+    def run_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        form = checks.choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+        heads, rule, bias_max = checks.alibi(params)
+        q, k = checks.query_key(inputs)
+        slopes = jnp.exp2(-jnp.asarray(checks.alibi_exponents(heads, rule, bias_max), dtype=compute))
+        return floats(alibi_bias(q, k, slopes, form, compute))
+
+    def run_t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        _, limit, side, direction = checks.t5(params)
+        rel = checks.relative("relative_positions", inputs["relative_positions"])
+        return np.asarray(t5_buckets(rel, limit, side, direction, compute))
+
+    def run_t5_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        buckets, limit, side, direction = checks.t5(params)
+        table = checks.t5_table(params, inputs, buckets)
+        q, k = checks.query_key(inputs)
+        rel = k[..., None, :] - q[..., :, None]
+        index = t5_buckets(rel, limit, side, direction, compute)  # (..., Tq, Tk)
+        values = jnp.take(jnp.asarray(table, dtype=out), index, axis=0)  # (..., Tq, Tk, H)
+        return floats(jnp.moveaxis(values, -1, -3))
+
+    def run_deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        buckets, limit, clamp = checks.deberta(params)
+        delta = checks.relative("relative_positions", inputs["relative_positions"])
+        return np.asarray(deberta_buckets(delta, buckets, limit, clamp, compute))
+
+    def run_deberta_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        buckets, limit, clamp = checks.deberta(params)
+        q, k = checks.query_key(inputs)
+        delta = q[..., :, None] - k[..., None, :]
+        return np.asarray(jnp.clip(deberta_buckets(delta, buckets, limit, clamp, compute) + buckets, 0,
+                                   2 * buckets - 1))
+
+    def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        # jax.nn.dot_product_attention computes its softmax in float32 whatever the input dtype
+        # (jax/_src/nn/functions.py, _dot_product_attention_core: padded_logits.astype(np.float32)),
+        # so the float64 adapter computes the output with its own port instead of claiming float64.
+        output, weights = attention(checks.attention(params, inputs), compute, use_library=dtype != "float64")
+        return floats(output), floats(weights)
+
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
-           "learned.lookup": run_lookup}
+           "learned.lookup": run_lookup, "rope.cos_sin": run_cos_sin, "rope.apply": run_apply,
+           "rope.scores": run_scores, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
+           "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias, "deberta.bucket": run_deberta_bucket,
+           "deberta.index": run_deberta_index, "attention": run_attention}
+    calls = {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}
+    calls["attention"] = ("jax.nn.dot_product_attention (implementation='xla') for the output "
+                          "(float32/float16/bfloat16; its softmax is float32, so float64 uses the port), "
+                          "a jax.numpy softmax port for the weights")
     return Adapter("jax-port", f"jax {jax.__version__}", dtype, ops, {op: {} for op in ops},
-                   {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}, jax_port, tuple(DTYPES))
+                   calls, jax_port, tuple(DTYPES))
 
 
 ADAPTER = jax_port

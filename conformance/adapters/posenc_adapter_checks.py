@@ -1,0 +1,216 @@
+"""Precondition checks of the relative and attention ops for the JAX and ONNX Runtime adapters.
+
+NumPy only and independent of posenc_ref, like :mod:`posenc_adapter_shared`: the framework
+kernels do not validate (they broadcast, wrap or return NaN), so these are the wrapper a user
+of the framework would write. Each raises :class:`~posenc_adapter_shared.Rejected` with the
+corpus's error category. Shape letters: ``B`` batch, ``H`` heads, ``T`` positions, ``D`` head dim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from posenc_adapter_shared import Rejected, base_value, choice, integer, positions
+
+
+def _invalid(message: str) -> Rejected:
+    return Rejected("invalid_argument", message)
+
+
+def _shape(message: str) -> Rejected:
+    return Rejected("invalid_shape", message)
+
+
+def positive(name: str, value: Any) -> float:
+    number = float(value)
+    if not np.isfinite(number) or number <= 0:
+        raise _invalid(f"{name} must be finite and > 0, got {value!r}")
+    return number
+
+
+def finite_array(name: str, value: Any, ndim: int | None = None) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if ndim is not None and array.ndim != ndim:
+        raise _shape(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+    if array.size == 0:
+        raise _shape(f"{name} must not be empty, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise _invalid(f"{name} must be finite")
+    return array
+
+
+def query_key(inputs: Mapping[str, np.ndarray], q_name: str = "query_positions",
+              k_name: str = "key_positions") -> tuple[np.ndarray, np.ndarray]:
+    """(..., Tq) and (..., Tk) positions >= 0 with equal leading shapes."""
+    q, k = positions(q_name, inputs[q_name]), positions(k_name, inputs[k_name])
+    if q.ndim == 0 or k.ndim == 0 or q.shape[:-1] != k.shape[:-1]:
+        raise _shape(f"{q_name} and {k_name} must share their leading shape, got {q.shape} and {k.shape}")
+    return q, k
+
+
+def cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``rope.cos_sin``: positions (int64) and inv_freq (P,)."""
+    choice("width", params["width"], ("half", "full", "full_interleaved"))
+    positive("attention_factor", params["attention_factor"])
+    return positions("positions", inputs["positions"]), finite_array("inv_freq", inputs["inv_freq"], ndim=1)
+
+
+def rotary(params: Mapping[str, Any], head_dim: int) -> tuple[int, int]:
+    """``(S, rd)``: the rotary space width and the rotated channels (rope.apply / rope.scores)."""
+    base_value(params["base"])
+    partial = choice("partial", params["partial"], ("prefix", "proportional"))
+    positive("attention_factor", params["attention_factor"])
+    rotary_dim = params["rotary_dim"]
+    if head_dim % 2 and (partial == "proportional" or rotary_dim is None):
+        raise _invalid(f"the head dim must be even to rotate it whole, got {head_dim}")
+    rd = head_dim if rotary_dim is None else integer("rotary_dim", rotary_dim, 2)
+    if rd % 2 or rd > head_dim:
+        raise _invalid(f"rotary_dim must be even and <= the head dim {head_dim}, got {rd}")
+    return (rd if partial == "prefix" else head_dim), rd
+
+
+def rope_positions(name: str, value: Any, x: np.ndarray, x_layout: str) -> np.ndarray:
+    """Positions (B or 1, T) for x in ``x_layout``."""
+    t = x.shape[2 if x_layout == "BHTD" else 1]
+    pos = positions(name, value)
+    if pos.ndim not in (1, 2) or pos.shape[-1] != t or (pos.ndim == 2 and pos.shape[0] not in (1, x.shape[0])):
+        raise _shape(f"{name} must have shape (T,) or (B, T) with T={t}, got {pos.shape}")
+    return pos.reshape(-1, t)
+
+
+def rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """``rope.apply``: x (4-D), positions (B|1, T), S, rd."""
+    choice("layout", params["layout"], ("half", "interleaved", "interleaved_to_half"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    x = finite_array("x", inputs["x"], ndim=4)
+    space, rd = rotary(params, x.shape[-1])
+    return x, rope_positions("positions", inputs["positions"], x, x_layout), space, rd
+
+
+def rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """``rope.scores``: q, k, q_positions, k_positions, S."""
+    choice("layout", params["layout"], ("half", "interleaved"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    q, k = finite_array("q", inputs["q"], ndim=4), finite_array("k", inputs["k"], ndim=4)
+    h_axis = 1 if x_layout == "BHTD" else 2
+    if q.shape[0] != k.shape[0] or q.shape[h_axis] != k.shape[h_axis] or q.shape[-1] != k.shape[-1]:
+        raise _shape(f"q and k must agree on B, H and D, got {q.shape} and {k.shape}")
+    space, _ = rotary(params, q.shape[-1])
+    if params["xpos_scale_base"] is not None:
+        positive("xpos_scale_base", params["xpos_scale_base"])
+    return (q, k, rope_positions("q_positions", inputs["q_positions"], q, x_layout),
+            rope_positions("k_positions", inputs["k_positions"], k, x_layout), space)
+
+
+def alibi(params: Mapping[str, Any]) -> tuple[int, str, float]:
+    """``alibi.slopes`` / ``alibi.bias`` parameters: H, rule, bias_max."""
+    heads = integer("num_heads", params["num_heads"], 1)
+    rule = choice("slope_rule", params["slope_rule"], ("press", "geometric"))
+    return heads, rule, positive("bias_max", params["bias_max"])
+
+
+def alibi_exponents(heads: int, rule: str, bias_max: float) -> np.ndarray:
+    """``x_h`` with ``m_h = 2**-x_h``: the authors' power-of-two ladder plus every other head of
+    the ``2c`` ladder (press), or ``bias_max * h / H`` (geometric). Exact in float64."""
+    h = np.arange(1, heads + 1, dtype=np.float64)
+    if rule == "geometric":
+        return bias_max * h / heads
+    c = 1 << (heads.bit_length() - 1)
+    extra = 2 * np.arange(heads - c, dtype=np.float64) + 1
+    return np.concatenate([bias_max * h[:c] / c, bias_max * extra / (2 * c)])
+
+
+def t5(params: Mapping[str, Any]) -> tuple[int, int, int, str]:
+    """T5 parameters: (num_buckets, max_distance, side, direction)."""
+    direction = choice("direction", params["direction"], ("bidirectional", "unidirectional"))
+    buckets = integer("num_buckets", params["num_buckets"], 1)
+    limit = integer("max_distance", params["max_distance"], 1)
+    side = buckets // 2 if direction == "bidirectional" else buckets
+    if side < 2:
+        raise _invalid(f"num_buckets={buckets} leaves no log region under direction={direction!r}")
+    if limit <= side // 2:
+        raise _invalid(f"max_distance must be > {side // 2}, got {limit}")
+    return buckets, limit, side, direction
+
+
+def t5_table(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], buckets: int) -> np.ndarray:
+    """The (N, H) table of ``t5.bias`` whatever its layout."""
+    layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
+    table = finite_array("table", inputs["table"], ndim=2)
+    per_bucket = table if layout == "buckets_heads" else table.T
+    if per_bucket.shape[0] != buckets:
+        raise _shape(f"table has {per_bucket.shape[0]} bucket rows, num_buckets={buckets}")
+    return per_bucket
+
+
+def deberta(params: Mapping[str, Any]) -> tuple[int, int, str]:
+    """DeBERTa parameters: (position_buckets, max_relative_positions, distance_clamp)."""
+    clamp = choice("distance_clamp", params["distance_clamp"], ("none", "max_relative_positions"))
+    buckets = integer("position_buckets", params["position_buckets"], 4)
+    limit = integer("max_relative_positions", params["max_relative_positions"], 1)
+    if limit - 1 <= buckets // 2:
+        raise _invalid(f"max_relative_positions - 1 must be > {buckets // 2}, got {limit}")
+    return buckets, limit, clamp
+
+
+def relative(name: str, value: Any) -> np.ndarray:
+    return positions(name, value, nonnegative=False)
+
+
+def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention``: checked arrays and the resolved keep mask (B|1, H|1, Tq, Tk) and scale."""
+    q, k, v = (finite_array(n, inputs[n], ndim=4) for n in ("q", "k", "v"))
+    b, h, tq, d = q.shape
+    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d or h % k.shape[1]:
+        raise _shape(f"k and v must be (B, Hkv, Tk, D) with H % Hkv == 0, got q {q.shape}, k {k.shape}, v {v.shape}")
+    tk = k.shape[2]
+    alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
+    choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
+    if not isinstance(params["causal"], (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {params['causal']!r}")
+    window = None if params["window"] is None else integer("window", params["window"], 1)
+    scale = 1.0 / np.sqrt(d) if params["scale"] is None else float(params["scale"])
+    if not np.isfinite(scale):
+        raise _invalid(f"scale must be finite, got {params['scale']!r}")
+    target = (b, h, tq, tk)
+
+    def fits(name: str, array: np.ndarray) -> None:
+        if array.ndim > 4 or any(a not in (1, t) for a, t in zip(array.shape[::-1], target[::-1])):
+            raise _shape(f"{name} must broadcast to {target}, got {array.shape}")
+
+    mask = np.asarray(inputs["mask"])
+    fits("mask", mask)
+    padding = np.asarray(inputs["key_padding_mask"])
+    if padding.dtype.kind != "b":
+        raise TypeError(f"key_padding_mask must be boolean, got {padding.dtype}")
+    if padding.ndim != 2 or padding.shape[1] != tk or padding.shape[0] not in (1, b):
+        raise _shape(f"key_padding_mask must have shape ({b}, {tk}), got {padding.shape}")
+    bias = finite_array("bias", inputs["bias"])
+    fits("bias", bias)
+    i = np.arange(tq)[:, None] + (tk - tq if alignment == "bottom_right" else 0)
+    j = np.arange(tk)[None, :]
+    keep = np.ones((tq, tk), dtype=bool)
+    if params["causal"]:
+        keep &= j <= i
+    if window is not None:
+        keep &= (i - j) < window
+        if not params["causal"]:
+            keep &= (j - i) < window
+    keep = keep[None, None] & padding[:, None, None, :]
+    additive = np.zeros((1, 1, 1, 1))
+    if mask.dtype == np.bool_:
+        keep = keep & mask
+    else:
+        additive = np.asarray(mask, dtype=np.float64)
+        if np.isnan(additive).any() or np.isposinf(additive).any():
+            raise _invalid("an additive mask must hold finite values or -inf")
+        keep = keep & ~np.isneginf(additive)
+        additive = np.where(np.isneginf(additive), 0.0, additive)
+    empty = ~np.broadcast_to(keep, target).any(axis=-1)
+    if params["fully_masked"] == "error" and empty.any():
+        raise _invalid(f"query row {tuple(int(x) for x in np.argwhere(empty)[0])} has every key masked")
+    return {"q": q, "k": k, "v": v, "keep": keep, "additive": additive, "bias": bias, "scale": scale,
+            "empty": empty, "policy": params["fully_masked"], "groups": h // k.shape[1]}
