@@ -40,6 +40,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     require,
@@ -108,14 +109,15 @@ class Graph:
             exponent = self.op("Div", k, self.const(float(max(n - 1, 1))))
         return self.op("Pow", self.const(base), self.op("Neg", exponent))
 
-    def model(self, inputs: list[tuple[str, int, int]], outputs: list[tuple[str, str, int, int]]) -> Any:
+    def model(self, inputs: list[tuple[str, int, int]], outputs: list[tuple[str, str, int, int]],
+              opset: int = OPSET) -> Any:
         """The checked model; inputs ``(name, elem type, rank)``, outputs ``(node output, name, type, rank)``."""
         graph = helper.make_graph(
             self.nodes, "posenc", [helper.make_tensor_value_info(n, t, [None] * r) for n, t, r in inputs],
             [helper.make_tensor_value_info(public, t, [None] * r) for _, public, t, r in outputs], self.inits)
         for internal, public, _, _ in outputs:
             graph.node.append(helper.make_node("Identity", [internal], [public]))
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = 10
         onnx.checker.check_model(model)
         return model
@@ -234,6 +236,337 @@ def _probe(op: str, dtype: str) -> str | None:
     return None
 
 
+# --- relative, RoPE and attention ops -----------------------------------------------------------
+# Each builder takes the graph and the checked NumPy values and returns (inputs, outputs, opset):
+# inputs as (name, array) fed as given (int64 or the dtype the builder asks for), outputs as
+# (node output, public name, kind) with kind "float" (cast to the adapter dtype) or "int".
+
+I64 = np.int64
+Feeds = list[tuple[str, np.ndarray]]
+Outs = list[tuple[str, str, str]]
+
+
+def _execute(g: Graph, feeds: Feeds, outputs: Outs, dtype: str, opset: int = OPSET) -> dict[str, np.ndarray]:
+    """Build, check and run the model; float outputs are cast to ``dtype``."""
+    elem = {np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL,
+            **{np.dtype(NUMPY[d]): ELEM[d] for d in ELEM}}
+    finals = [(g.cast(node, dtype), public, ELEM[dtype]) if kind == "float" else (node, public, TensorProto.INT64)
+              for node, public, kind in outputs]
+    model = g.model([(name, elem[value.dtype], value.ndim) for name, value in feeds],
+                    [(node, public, t, 0) for node, public, t in finals], opset)
+    for out in model.graph.output:  # ranks are not fixed: drop the rank-0 shapes given above
+        out.type.tensor_type.ClearField("shape")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # onnxruntime 1.30 infers qk_matmul_output's last axis as 0 and warns
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    result = session.run([public for _, public, _ in finals], dict(feeds))
+    return {public: value for (_, public, _), value in zip(finals, result)}
+
+
+def _int(g: Graph, x: str) -> str:
+    """``Cast(x, int64)``: truncates floats toward zero."""
+    return g.op("Cast", x, to=TensorProto.INT64)
+
+
+def _angles(g: Graph, positions: str, inv_freq: str) -> str:
+    """``Cast(p) * w`` over a new last axis."""
+    return g.op("Mul", g.unsqueeze_last(g.cast(positions, g.compute)), inv_freq)
+
+
+def build_cos_sin(g: Graph, params: Mapping[str, Any], pos: np.ndarray, inv_freq: np.ndarray) -> tuple[Feeds, Outs]:
+    angle = _angles(g, "positions", g.cast("inv_freq", g.compute))
+    factor = g.const(float(params["attention_factor"]))
+    cos, sin = g.op("Mul", g.op("Cos", angle), factor), g.op("Mul", g.op("Sin", angle), factor)
+    if params["width"] == "full":
+        cos, sin = g.op("Concat", cos, cos, axis=-1), g.op("Concat", sin, sin, axis=-1)
+    elif params["width"] == "full_interleaved":
+        shape = g.op("Concat", g.op("Shape", "positions"), g.const([2 * inv_freq.shape[0]], I64), axis=0)
+        cos, sin = (g.op("Reshape", g.op("Concat", g.unsqueeze_last(t), g.unsqueeze_last(t), axis=-1), shape)
+                    for t in (cos, sin))
+    return [("positions", pos), ("inv_freq", inv_freq)], [(cos, "cos", "float"), (sin, "sin", "float")]
+
+
+def _slopes(g: Graph, params: Mapping[str, Any]) -> str:
+    """``Pow(2, -x_h)`` (H,), the exponents exact from :func:`posenc_adapter_checks.alibi_exponents`."""
+    heads, rule, bias_max = checks.alibi(params)
+    return g.op("Pow", g.const(2.0), g.op("Neg", g.const(checks.alibi_exponents(heads, rule, bias_max))))
+
+
+def build_slopes(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    return [], [(_slopes(g, params), "slopes", "float")]
+
+
+def _pairs(g: Graph, q: str, k: str) -> tuple[str, str]:
+    """``i`` (..., Tq, 1) and ``j`` (..., 1, Tk)."""
+    return g.unsqueeze_last(q), g.op("Unsqueeze", k, g.const([-2], I64))
+
+
+def build_alibi(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray) -> tuple[Feeds, Outs]:
+    i, j = _pairs(g, "query_positions", "key_positions")
+    form = params["form"]
+    if form == "relative_causal":
+        signed = g.op("Sub", j, i)
+    elif form == "key_only":
+        signed = g.op("Add", g.op("Mul", i, g.const(0, I64)), j)
+    elif form == "symmetric":
+        signed = g.op("Neg", g.op("Abs", g.op("Sub", i, j)))
+    else:
+        shifted = g.op("Add", i, g.const(k.shape[-1] - q.shape[-1], I64))
+        signed = g.op("Neg", g.op("Abs", g.op("Sub", shifted, j)))
+    distance = g.cast(signed, g.compute)
+    if q.ndim > 1:
+        distance = g.op("Unsqueeze", distance, g.const([-3], I64))
+    slopes = g.op("Reshape", _slopes(g, params), g.const([-1, 1, 1], I64))
+    return [("query_positions", q), ("key_positions", k)], [(g.op("Mul", slopes, distance), "bias", "float")]
+
+
+def _t5_buckets(g: Graph, rel: str, limit: int, side: int, direction: str) -> str:
+    """T5 ``_relative_position_bucket`` as transformers writes it: float log ladder, truncating cast."""
+    exact = side // 2
+    if direction == "bidirectional":
+        offset = g.op("Mul", _int(g, g.op("Greater", rel, g.const(0, I64))), g.const(side, I64))
+        n = g.op("Abs", rel)
+    else:
+        offset = g.const(0, I64)
+        n = g.op("Max", g.op("Neg", rel), g.const(0, I64))
+    ratio = g.op("Div", g.op("Log", g.op("Div", g.cast(g.op("Max", n, g.const(exact, I64)), g.compute),
+                                          g.const(float(exact)))), g.const(float(np.log(limit / exact))))
+    large = g.op("Add", g.const(exact, I64), _int(g, g.op("Mul", ratio, g.const(float(side - exact)))))
+    large = g.op("Min", large, g.const(side - 1, I64))
+    return g.op("Add", offset, g.op("Where", g.op("Less", n, g.const(exact, I64)), n, large))
+
+
+def build_t5_bucket(g: Graph, params: Mapping[str, Any], rel: np.ndarray) -> tuple[Feeds, Outs]:
+    _, limit, side, direction = checks.t5(params)
+    return [("relative_positions", rel)], [(_t5_buckets(g, "relative_positions", limit, side, direction),
+                                            "buckets", "int")]
+
+
+def build_t5_bias(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray,
+                  table: np.ndarray) -> tuple[Feeds, Outs]:
+    _, limit, side, direction = checks.t5(params)
+    i, j = _pairs(g, "query_positions", "key_positions")
+    buckets = _t5_buckets(g, g.op("Sub", j, i), limit, side, direction)  # (..., Tq, Tk)
+    gathered = g.op("Gather", g.cast("table", g.compute), buckets, axis=0)  # (..., Tq, Tk, H)
+    rank = q.ndim + 2
+    perm = list(range(rank - 3)) + [rank - 1, rank - 3, rank - 2]
+    feeds = [("query_positions", q), ("key_positions", k), ("table", table)]
+    return feeds, [(g.op("Transpose", gathered, perm=perm), "bias", "float")]
+
+
+def _deberta_buckets(g: Graph, delta: str, buckets: int, limit: int, clamp: str) -> str:
+    """transformers ``make_log_bucket_position``: ceil of the float log ladder, signed."""
+    if clamp == "max_relative_positions":
+        delta = g.op("Clip", delta, g.const(-(limit - 1), I64), g.const(limit - 1, I64))
+    mid = buckets // 2
+    n = g.op("Abs", delta)
+    ratio = g.op("Div", g.op("Log", g.op("Div", g.cast(g.op("Max", n, g.const(mid, I64)), g.compute),
+                                          g.const(float(mid)))), g.const(float(np.log((limit - 1) / mid))))
+    ladder = _int(g, g.op("Ceil", g.op("Mul", ratio, g.const(float(mid - 1)))))
+    signed = g.op("Mul", g.op("Sign", delta), g.op("Add", ladder, g.const(mid, I64)))
+    return g.op("Where", g.op("LessOrEqual", n, g.const(mid, I64)), delta, signed)
+
+
+def build_deberta_bucket(g: Graph, params: Mapping[str, Any], rel: np.ndarray) -> tuple[Feeds, Outs]:
+    buckets, limit, clamp = checks.deberta(params)
+    return [("relative_positions", rel)], [(_deberta_buckets(g, "relative_positions", buckets, limit, clamp),
+                                            "buckets", "int")]
+
+
+def build_deberta_index(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray) -> tuple[Feeds, Outs]:
+    buckets, limit, clamp = checks.deberta(params)
+    i, j = _pairs(g, "query_positions", "key_positions")
+    bucket = _deberta_buckets(g, g.op("Sub", i, j), buckets, limit, clamp)
+    index = g.op("Clip", g.op("Add", bucket, g.const(buckets, I64)), g.const(0, I64), g.const(2 * buckets - 1, I64))
+    return [("query_positions", q), ("key_positions", k)], [(index, "index", "int")]
+
+
+ROPE_OPSET = ATTENTION_OPSET = 23
+
+
+def build_rope_apply(g: Graph, params: Mapping[str, Any], x: np.ndarray, pos: np.ndarray, space: int,
+                     rd: int) -> tuple[Feeds, Outs]:
+    """The real ``RotaryEmbedding`` (opset 23): cos/sin caches (B, T, S/2) built in the graph from the
+    positions (no ``position_ids``), ``interleaved`` = layout, ``rotary_embedding_dim`` = S
+    (prefix: rotary_dim; proportional: the head dim, with frequency 0 past rotary_dim)."""
+    batch, t = x.shape[0], pos.shape[-1]
+    i = np.arange(space // 2, dtype=np.float64)
+    exponent = g.const(np.where(i < rd // 2, 2.0 * i / space, 0.0))
+    inv_freq = g.op("Mul", g.op("Pow", g.const(float(params["base"])), g.op("Neg", exponent)),
+                    g.const((i < rd // 2).astype(np.float64)))  # (S/2,)
+    positions = g.op("Expand", "positions", g.const([batch, t], I64))
+    angle = _angles(g, positions, inv_freq)  # (B, T, S/2)
+    factor = g.const(float(params["attention_factor"]))
+    cos = g.cast(g.op("Mul", g.op("Cos", angle), factor), g.x_dtype)
+    sin = g.cast(g.op("Mul", g.op("Sin", angle), factor), g.x_dtype)
+    attrs = {"interleaved": int(params["layout"] == "interleaved"), "rotary_embedding_dim": space}
+    if params["x_layout"] == "BHTD":
+        y = g.op("RotaryEmbedding", "x", cos, sin, **attrs)
+    else:  # (B, T, H, D) is the operator's 3-D (B, T, H*D) input with num_heads = H
+        flat = g.op("Reshape", "x", g.const([batch, t, -1], I64))
+        y = g.op("Reshape", g.op("RotaryEmbedding", flat, cos, sin, num_heads=x.shape[2], **attrs),
+                 g.const(list(x.shape), I64))
+    return [("x", x), ("positions", pos)], [(y, "y", "float")]
+
+
+def build_attention(g: Graph, params: Mapping[str, Any], a: Mapping[str, Any], causal: str,
+                    past: int) -> tuple[Feeds, Outs]:
+    """The real ``Attention`` (opset 23) with 4-D Q (B, H, Tq, D), K/V (B, Hkv, Tk, D) (GQA from the
+    shapes), ``scale``, ``is_causal`` (``causal="op"``) and one float ``attn_mask`` holding the bias,
+    the additive mask and ``-inf`` where the padding, boolean mask or window removes a key (and the
+    causal mask itself when ``causal`` is not ``"op"``). ``past > 0`` feeds the first ``past`` keys as
+    ``past_key``/``past_value``, which moves ``is_causal`` to bottom-right alignment. The weights
+    are ``qk_matmul_output`` with ``qk_matmul_output_mode=3`` (after the softmax)."""
+    dt = g.x_dtype
+    keep = a["keep_nc"] if causal == "op" else a["keep"]
+    mask = (np.asarray(a["bias"]) + np.asarray(a["additive"])) + np.where(keep, 0.0, -np.inf)
+    k, v = a["k"], a["v"]
+    feeds = [("q", a["q"].astype(NUMPY[dt])), ("k", k[:, :, past:].astype(NUMPY[dt])),
+             ("v", v[:, :, past:].astype(NUMPY[dt])), ("attn_mask", mask.astype(NUMPY[dt]))]
+    inputs = ["q", "k", "v", "attn_mask"]
+    if past:
+        feeds += [("past_key", k[:, :, :past].astype(NUMPY[dt])), ("past_value", v[:, :, :past].astype(NUMPY[dt]))]
+        inputs += ["past_key", "past_value"]
+    out, weights = g._name("y"), g._name("w")
+    present = [g._name("present_key"), g._name("present_value")] if past else ["", ""]  # ORT needs them with a past
+    g.nodes.append(helper.make_node("Attention", inputs, [out, *present, weights], scale=float(a["scale"]),
+                                    is_causal=int(causal == "op"), qk_matmul_output_mode=3))
+    return feeds, [(out, "output", "float"), (weights, "weights", "float")]
+
+
+def _structural(params: Mapping[str, Any], a: Mapping[str, Any]) -> tuple[str, int]:
+    """How the case's causal mask is expressed: ``(causal, past)`` with causal ``"none"``, ``"op"``
+    (``is_causal=1``) or ``"mask"`` (in ``attn_mask``: bottom-right with Tq > Tk, where
+    ``is_causal`` would need a negative past length)."""
+    tq, tk = a["q"].shape[2], a["k"].shape[2]
+    if not params["causal"]:
+        return "none", 0
+    if params["alignment"] == "top_left" or tq == tk:
+        return "op", 0
+    if tk > tq:
+        return "op", tk - tq  # bottom-right: the extra keys are the cache
+    return "mask", 0
+
+
+def _probe_new(op: str, dtype: str) -> str | None:
+    """``None`` when onnxruntime runs the op's graph at ``dtype`` (a trial run), else its message."""
+    x = np.linspace(-1, 1, 16).reshape(1, 2, 2, 4)
+    trial: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]] = {
+        "rope.cos_sin": ({"width": "full", "attention_factor": 1.0},
+                         {"positions": np.arange(2), "inv_freq": np.array([1.0, 0.5])}),
+        "rope.apply": ({"base": 10000.0, "rotary_dim": None, "partial": "prefix", "layout": "half",
+                        "x_layout": "BHTD", "attention_factor": 1.0}, {"x": x, "positions": np.arange(2)}),
+        "alibi.slopes": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0}, {}),
+        "alibi.bias": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0, "form": "relative_causal"},
+                       {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
+        "t5.bucket": ({"num_buckets": 32, "max_distance": 128, "direction": "bidirectional"},
+                      {"relative_positions": np.arange(-3, 3)}),
+        "t5.bias": ({"num_buckets": 32, "max_distance": 128, "direction": "bidirectional",
+                     "table_layout": "buckets_heads"},
+                    {"query_positions": np.arange(2), "key_positions": np.arange(2), "table": np.zeros((32, 2))}),
+        "deberta.bucket": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none"},
+                           {"relative_positions": np.arange(-3, 3)}),
+        "deberta.index": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none"},
+                          {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
+        "attention": ({"scale": None, "causal": True, "alignment": "bottom_right", "window": None,
+                       "fully_masked": "zeros"},
+                      {"q": x, "k": x, "v": x, "mask": np.ones((1, 1, 1, 1), dtype=bool),
+                       "key_padding_mask": np.ones((1, 2), dtype=bool), "bias": np.zeros((1, 1, 1, 1))}),
+    }
+    params, inputs = trial[op]
+    try:
+        RUNNERS[op](params, inputs, dtype)
+    except (ort.capi.onnxruntime_pybind11_state.NotImplemented,
+            ort.capi.onnxruntime_pybind11_state.InvalidGraph) as exc:
+        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
+    except ort.capi.onnxruntime_pybind11_state.Fail as exc:
+        if dtype != "float64":
+            raise
+        # Attention has no double kernel; onnxruntime then expands the operator's function body,
+        # whose float constants do not type-check against double inputs
+        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
+    return None
+
+
+def _graph(dtype: str) -> Graph:
+    g = Graph("float64" if dtype == "float64" else "float32")
+    g.x_dtype = dtype  # what the real RotaryEmbedding / Attention operators take and return
+    return g
+
+
+def run_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_cos_sin(g, params, *checks.cos_sin(params, inputs)), dtype)
+
+
+def run_rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    x, pos, space, rd = checks.rope_apply(params, inputs)
+    g = _graph(dtype)
+    feeds, outs = build_rope_apply(g, params, x.astype(NUMPY[dtype]), pos, space, rd)
+    return _execute(g, feeds, outs, dtype, ROPE_OPSET)
+
+
+def run_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_slopes(g, params), dtype)
+
+
+def run_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    checks.choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+    checks.alibi(params)
+    g = _graph(dtype)
+    return _execute(g, *build_alibi(g, params, *checks.query_key(inputs)), dtype)
+
+
+def run_t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    checks.t5(params)
+    g = _graph(dtype)
+    rel = checks.relative("relative_positions", inputs["relative_positions"])
+    return _execute(g, *build_t5_bucket(g, params, rel), dtype)
+
+
+def run_t5_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    buckets, _, _, _ = checks.t5(params)
+    table = checks.t5_table(params, inputs, buckets)
+    q, k = checks.query_key(inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_t5_bias(g, params, q, k, table), dtype)
+
+
+def run_deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                       dtype: str) -> dict[str, np.ndarray]:
+    checks.deberta(params)
+    g = _graph(dtype)
+    rel = checks.relative("relative_positions", inputs["relative_positions"])
+    return _execute(g, *build_deberta_bucket(g, params, rel), dtype)
+
+
+def run_deberta_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                      dtype: str) -> dict[str, np.ndarray]:
+    checks.deberta(params)
+    q, k = checks.query_key(inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_deberta_index(g, params, q, k), dtype)
+
+
+def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    a = checks.attention(params, inputs)
+    g = _graph(dtype)
+    feeds, outs = build_attention(g, params, a, *_structural(params, a))
+    return _execute(g, feeds, outs, dtype, ATTENTION_OPSET)
+
+
+RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]] = {
+    "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
+    "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias, "deberta.bucket": run_deberta_bucket,
+    "deberta.index": run_deberta_index, "attention": run_attention,
+}
+CALLS = {op: f"ONNX graph of primitive operators ({fn.__name__}), opset {OPSET}" for op, fn in RUNNERS.items()}
+CALLS["rope.apply"] = f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), cos/sin caches built in the graph"
+CALLS["attention"] = (f"the ONNX Attention operator (opset {ATTENTION_OPSET}): is_causal, past_key/past_value for "
+                      "bottom-right alignment, a float attn_mask, qk_matmul_output_mode=3 for the weights")
+
+
 class OnnxRuntimeAdapter(Adapter):
     """The ONNX graphs at one dtype; ops whose graph onnxruntime refuses are not_applicable."""
 
@@ -241,15 +574,28 @@ class OnnxRuntimeAdapter(Adapter):
         if dtype not in ELEM:
             raise ValueError(f"onnxruntime adapter: dtype {dtype!r} is not offered (float64, float32, float16)")
         self.refused = {op: reason for op in BUILDERS if (reason := _probe(op, dtype))}
-        ops = {"sinusoidal.table": self._table, "sinusoidal.fairseq": self._fairseq, "grid2d.sincos": self._grid,
-               "learned.lookup": self._lookup}
+        self.refused.update({op: reason for op in RUNNERS if (reason := _probe_new(op, dtype))})
+        ops: dict[str, Callable[..., Any]] = {
+            "sinusoidal.table": self._table, "sinusoidal.fairseq": self._fairseq, "grid2d.sincos": self._grid,
+            "learned.lookup": self._lookup}
+        ops.update({op: self._runner(fn) for op, fn in RUNNERS.items()})
+        calls = {op: f"ONNX graph ({BUILDERS[op].__name__}), opset {OPSET}" for op in BUILDERS}
         super().__init__("onnxruntime-graphs", f"onnxruntime {ort.__version__}, onnx {onnx.__version__}", dtype, ops,
-                         {op: {} for op in ops}, {op: f"ONNX graph ({BUILDERS[op].__name__}), opset {OPSET}"
-                                                  for op in ops}, OnnxRuntimeAdapter, tuple(ELEM))
+                         {op: {} for op in ops}, {**calls, **CALLS}, OnnxRuntimeAdapter, tuple(ELEM))
+
+    def _runner(self, fn: Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]
+                ) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray]], dict[str, np.ndarray]]:
+        return lambda params, inputs: fn(params, inputs, self.dtype)
 
     def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
-        if op not in BUILDERS:
+        if op not in BUILDERS and op not in RUNNERS:
             return f"{op} has no ONNX graph yet"
+        if op == "attention" and params.get("fully_masked") in ("nan", "uniform"):
+            return ("the Attention operator has one fully-masked-row behaviour, zeros (onnx/onnx#8068); "
+                    f"fully_masked={params['fully_masked']!r} has no form")
+        if op == "rope.apply" and params.get("layout") == "interleaved_to_half":
+            return ("RotaryEmbedding reads and writes pairs in one layout (interleaved=0 or 1); "
+                    "interleaved_to_half has no form")
         return self.refused.get(op) or True
 
     def _table(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -161,7 +161,8 @@ def relative(name: str, value: Any) -> np.ndarray:
 
 
 def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention``: checked arrays and the resolved keep mask (B|1, H|1, Tq, Tk) and scale."""
+    """``attention``: checked arrays, the resolved keep mask (B|1, H|1, Tq, Tk) with and without
+    (``keep_nc``) the causal part, the additive part, the scale and the fully masked rows."""
     q, k, v = (finite_array(n, inputs[n], ndim=4) for n in ("q", "k", "v"))
     b, h, tq, d = q.shape
     if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d or h % k.shape[1]:
@@ -193,24 +194,23 @@ def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
     i = np.arange(tq)[:, None] + (tk - tq if alignment == "bottom_right" else 0)
     j = np.arange(tk)[None, :]
     keep = np.ones((tq, tk), dtype=bool)
-    if params["causal"]:
-        keep &= j <= i
     if window is not None:
         keep &= (i - j) < window
         if not params["causal"]:
             keep &= (j - i) < window
-    keep = keep[None, None] & padding[:, None, None, :]
+    keep_nc = keep[None, None] & padding[:, None, None, :]  # without the causal mask
+    keep = keep_nc & (j <= i) if params["causal"] else keep_nc
     additive = np.zeros((1, 1, 1, 1))
     if mask.dtype == np.bool_:
-        keep = keep & mask
+        keep, keep_nc = keep & mask, keep_nc & mask
     else:
         additive = np.asarray(mask, dtype=np.float64)
         if np.isnan(additive).any() or np.isposinf(additive).any():
             raise _invalid("an additive mask must hold finite values or -inf")
-        keep = keep & ~np.isneginf(additive)
+        keep, keep_nc = keep & ~np.isneginf(additive), keep_nc & ~np.isneginf(additive)
         additive = np.where(np.isneginf(additive), 0.0, additive)
     empty = ~np.broadcast_to(keep, target).any(axis=-1)
     if params["fully_masked"] == "error" and empty.any():
         raise _invalid(f"query row {tuple(int(x) for x in np.argwhere(empty)[0])} has every key masked")
-    return {"q": q, "k": k, "v": v, "keep": keep, "additive": additive, "bias": bias, "scale": scale,
+    return {"q": q, "k": k, "v": v, "keep": keep, "keep_nc": keep_nc, "additive": additive, "bias": bias, "scale": scale,
             "empty": empty, "policy": params["fully_masked"], "groups": h // k.shape[1]}
