@@ -107,6 +107,29 @@ def grid(ys: np.ndarray, xs: np.ndarray, params: Mapping[str, Any], compute: Any
                             jnp.stack([jnp.sin(b), jnp.cos(b)], -1).reshape(shape)], axis=-1)
 
 
+def inv_freq(c: Mapping[str, Any], compute: Any) -> Any:
+    """The (P,) inverse frequencies of one RoPE variant, ``1 / base ** (2i/d)`` in ``compute`` and
+    the per-pair blends in ``compute``; ``c`` holds the scalars (:func:`posenc_adapter_checks.inv_freq`)."""
+    dim, s = c["dim"], c["s"]
+    i = jnp.arange(dim // 2, dtype=compute)
+    w = 1 / jnp.power(jnp.asarray(c["base"], dtype=compute), 2 * i / dim)
+    if c["type"] == "proportional":
+        return jnp.where(i < c["turning"], w, 0) / s
+    if c["type"] == "linear":
+        return w / s
+    if c["type"] == "llama3":
+        wavelength = 2 * np.pi / w
+        smooth = (c["original"] / wavelength - c["low"]) / (c["high"] - c["low"])
+        blended = (1 - smooth) * w / s + smooth * w
+        return jnp.where(wavelength < c["original"] / c["high"], w,
+                         jnp.where(wavelength > c["original"] / c["low"], w / s, blended))
+    if c["type"] == "yarn":
+        low, high = c["ramp"]
+        ramp = jnp.clip((i - low) / (high - low), 0, 1)
+        return w * (1 - ramp) + (w / s) * ramp
+    return w  # default, and ntk_aware / dynamic with their scaled base
+
+
 def cos_sin(pos: np.ndarray, inv_freq: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
     """``a cos(p w)``, ``a sin(p w)`` (*pos.shape, P or 2P); angles in ``compute``."""
     angle = jnp.asarray(pos).astype(compute)[..., None] * jnp.asarray(inv_freq, dtype=compute)
@@ -286,6 +309,11 @@ def jax_port(dtype: str | None = None) -> Adapter:
     def floats(value: Any) -> np.ndarray:
         return _checked(value.astype(out), dtype)
 
+    def run_inv_freq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+        c = checks.inv_freq(params)
+        return (floats(inv_freq(c, compute)), floats(jnp.asarray([c["a"]], dtype=compute)),
+                floats(jnp.asarray([c["softmax"]], dtype=compute)))
+
     def run_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         pos, inv_freq = checks.cos_sin(params, inputs)
         cos, sin = cos_sin(pos, inv_freq, params, compute)
@@ -347,7 +375,7 @@ def jax_port(dtype: str | None = None) -> Adapter:
         return floats(output), floats(weights)
 
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
-           "learned.lookup": run_lookup, "rope.cos_sin": run_cos_sin, "rope.apply": run_apply,
+           "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_apply,
            "rope.scores": run_scores, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
            "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias, "deberta.bucket": run_deberta_bucket,
            "deberta.index": run_deberta_index, "attention": run_attention}
@@ -355,8 +383,9 @@ def jax_port(dtype: str | None = None) -> Adapter:
     calls["attention"] = ("jax.nn.dot_product_attention (implementation='xla') for the output "
                           "(float32/float16/bfloat16; its softmax is float32, so float64 uses the port), "
                           "a jax.numpy softmax port for the weights")
-    return Adapter("jax-port", f"jax {jax.__version__}", dtype, ops, {op: {} for op in ops},
-                   calls, jax_port, tuple(DTYPES))
+    capabilities: dict[str, dict[str, tuple[Any, ...]]] = {op: {} for op in ops}
+    capabilities["rope.inv_freq"] = {"rope_type": checks.INV_FREQ_TYPES}  # longrope: not ported
+    return Adapter("jax-port", f"jax {jax.__version__}", dtype, ops, capabilities, calls, jax_port, tuple(DTYPES))
 
 
 ADAPTER = jax_port

@@ -214,3 +214,84 @@ def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
         raise _invalid(f"query row {tuple(int(x) for x in np.argwhere(empty)[0])} has every key masked")
     return {"q": q, "k": k, "v": v, "keep": keep, "keep_nc": keep_nc, "additive": additive, "bias": bias, "scale": scale,
             "empty": empty, "policy": params["fully_masked"], "groups": h // k.shape[1]}
+
+
+INV_FREQ_TYPES = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "proportional")
+
+
+def _needed(params: Mapping[str, Any], name: str) -> Any:
+    if params[name] is None:
+        raise _invalid(f"rope_type={params['rope_type']!r} needs {name}")
+    return params[name]
+
+
+def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``rope.inv_freq`` (every type but longrope): the scalar bookkeeping in Python float64, as
+    transformers does it: ``base`` and the scaled base, the per-type scalars, and for YaRN the ramp
+    ends and the two factors. The per-pair arrays are the adapter's to compute."""
+    kind = choice("rope_type", params["rope_type"], INV_FREQ_TYPES)
+    dim = integer("dim", params["dim"], 4 if kind in ("dynamic", "ntk_aware") else 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    base = base_value(params["base"])
+    choice("dynamic_convention", params["dynamic_convention"], ("transformers", "vllm_static"))
+    yarn_convention = choice("yarn_convention", params["yarn_convention"], ("transformers", "vllm_deepseek"))
+    s = 1.0
+    if kind not in ("default", "proportional") or params["factor"] is not None:
+        s = positive("factor", _needed(params, "factor"))
+        if s < 1.0:
+            raise _invalid(f"factor must be >= 1 for rope_type={kind!r}, got {s}")
+    out: dict[str, Any] = {"type": kind, "dim": dim, "base": base, "s": s, "a": 1.0, "softmax": 1.0}
+    if kind == "proportional":
+        rho = positive("partial_rotary_factor", params["partial_rotary_factor"])
+        if rho > 1.0:
+            raise _invalid(f"partial_rotary_factor must be <= 1, got {rho}")
+        out["turning"] = int(rho * dim // 2)
+    elif kind == "ntk_aware":
+        out["base"] = base * s ** (dim / (dim - 2))
+    elif kind == "dynamic":
+        trained = integer("original_max_position", _needed(params, "original_max_position"), 1)
+        length = integer("context_length", _needed(params, "context_length"), 1)
+        if params["dynamic_convention"] == "transformers":
+            length = max(length, trained)
+        bracket = s * length / trained - (s - 1.0)
+        if bracket <= 0:
+            raise _invalid(f"the dynamic NTK bracket must be > 0, got {bracket}")
+        out["base"] = base * bracket ** (dim / (dim - 2))
+    elif kind == "llama3":
+        out["original"] = integer("original_max_position", _needed(params, "original_max_position"), 1)
+        low = positive("low_freq_factor", _needed(params, "low_freq_factor"))
+        high = positive("high_freq_factor", _needed(params, "high_freq_factor"))
+        if low >= high:
+            raise _invalid(f"low_freq_factor must be < high_freq_factor, got {low} >= {high}")
+        out["low"], out["high"] = low, high
+    elif kind == "yarn":
+        original = integer("original_max_position", _needed(params, "original_max_position"), 1)
+        if base <= 1.0:
+            raise _invalid(f"base must be > 1 for yarn, got {base}")
+
+        def mscale(m: float = 1.0) -> float:
+            return 1.0 if s <= 1.0 else 0.1 * m * np.log(s) + 1.0
+
+        m, m_all = params["mscale"], params["mscale_all_dim"]
+        truncate = bool(params["truncate"])
+        if yarn_convention == "vllm_deepseek":
+            truncate = True
+            out["a"] = mscale(1.0 if m is None else float(m)) / mscale(0.0 if m_all is None else float(m_all))
+        elif params["attention_factor"] is not None:
+            out["a"] = positive("attention_factor", params["attention_factor"])
+        elif m and m_all:
+            out["a"] = mscale(float(m)) / mscale(float(m_all))
+        else:
+            out["a"] = mscale()
+
+        def correction(rotations: float) -> float:
+            return float(dim * np.log(original / (rotations * 2 * np.pi)) / (2 * np.log(base)))
+
+        lo, hi = correction(float(params["beta_fast"] or 32.0)), correction(float(params["beta_slow"] or 1.0))
+        if truncate:
+            lo, hi = float(np.floor(lo)), float(np.ceil(hi))
+        lo, hi = max(lo, 0.0), min(hi, dim - 1.0)
+        out["ramp"] = (lo, hi + 0.001 if lo == hi else hi)
+        out["softmax"] = mscale(float(m_all)) ** 2 if m_all else 1.0
+    return out
