@@ -1,5 +1,9 @@
-"""JAX adapter: a ``jax.numpy`` port of every current op (sinusoidal.table, sinusoidal.fairseq,
-grid2d.sincos, learned.lookup).
+"""JAX adapter: a ``jax.numpy`` port of sinusoidal.table, sinusoidal.fairseq, grid2d.sincos,
+learned.lookup, rope.inv_freq (every rope_type but longrope), rope.cos_sin, rope.apply, rope.scores
+(with xPos weights), alibi.slopes, alibi.bias, t5.bucket, t5.bias, deberta.bucket, deberta.index,
+and attention through ``jax.nn.dot_product_attention``. Not ported (not_applicable):
+rope.longrope_inv_freq, rope.xpos, rope.mrope_cos_sin, alibi.mask_positions, deberta.scores,
+shaw.*, transformer_xl.*, resample.*, attention.terms, attention.pipeline.
 
 JAX computes in float32 unless ``jax_enable_x64`` is on, and then it *silently* downcasts a
 requested float64 to float32. So the adapter's dtype follows the flag: ``ADAPTER`` is float64
@@ -7,15 +11,31 @@ when x64 is on and float32 when it is off; ``at_dtype("float64")`` refuses when 
 every run checks the dtype of what JAX returned, so the adapter never claims float64 for
 float32 values. float16 and bfloat16 are computed in float32 and rounded once at the end.
 
+``attention``: the output is ``jax.nn.dot_product_attention(implementation="xla")`` (B, T, N, H
+layout, GQA from the shapes, the bias and the additive mask as ``bias``, causal/window/padding/
+boolean masks resolved into ``mask``); its fully masked rows hold the mean of V (a finite fill),
+so ``fully_masked="zeros"``/``"nan"`` are applied to them afterwards, as a caller does. It computes
+its softmax in float32 whatever the input dtype (``jax/_src/nn/functions.py``,
+``_dot_product_attention_core``: ``padded_logits.astype(np.float32)``), so the float64 adapter uses
+the port's own softmax for the output instead of claiming float64. The weights come from the port.
+
+``t5.bucket`` / ``deberta.*``: the float log ladders as transformers writes them (T5 truncates,
+DeBERTa ceils), in the compute dtype; the scalar logs are Python float64 as in transformers.
+``rope.inv_freq``: scalar bookkeeping (scaled bases, YaRN ramp ends and factors) in Python float64,
+the per-pair arrays in the compute dtype, as transformers does. Bad input is refused by the
+wrapper checks in :mod:`posenc_adapter_checks`.
+
 ``learned.lookup``: JAX indexing never raises; an index past the end reads the last row (the
 ``out_of_range="clamp"`` policy, ``jnp.take(..., mode="clip")``). The ``"error"`` policy is the
 wrapper's check before the lookup (:mod:`posenc_adapter_shared`).
 
 Run::
 
-    JAX_ENABLE_X64=1 posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER       # float64
+    JAX_ENABLE_X64=1 posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER \
+        --expectations conformance/adapters/jax_float64.toml                               # float64
     posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER                        # float32
-    posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER --dtype bfloat16
+    posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER --dtype bfloat16 \
+        --expectations conformance/adapters/jax_bfloat16.toml
 
 Needs ``pip install 'posenc-ref[jax]'``.
 """
@@ -375,8 +395,8 @@ def jax_port(dtype: str | None = None) -> Adapter:
         return floats(output), floats(weights)
 
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
-           "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_apply,
-           "rope.scores": run_scores, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
+           "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin,
+           "rope.apply": run_apply, "rope.scores": run_scores, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
            "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias, "deberta.bucket": run_deberta_bucket,
            "deberta.index": run_deberta_index, "attention": run_attention}
     calls = {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}

@@ -1,8 +1,9 @@
-"""ONNX Runtime adapter: each op as an ONNX graph of primitive operators, run by onnxruntime.
+"""ONNX Runtime adapter: each op as an ONNX graph, run by onnxruntime; the real ``RotaryEmbedding``
+and ``Attention`` operators (opset 23) for rope.apply and attention, primitive operators elsewhere.
 
-Every case builds a small graph with the ``onnx.helper`` API (opset 21) from the case's
-parameters and runs it on the CPU execution provider. Only standard primitive operators are
-used: ``Cast``, ``Add``, ``Mul``, ``Div``, ``Neg``, ``Pow``, ``Sin``, ``Cos``, ``Unsqueeze``,
+Every case builds a small graph with the ``onnx.helper`` API (opset 21, opset 23 for the two real
+operators) from the case's parameters and runs it on the CPU execution provider. The absolute ops
+use ``Cast``, ``Add``, ``Mul``, ``Div``, ``Neg``, ``Pow``, ``Sin``, ``Cos``, ``Unsqueeze``,
 ``Concat``, ``Slice``, ``Reshape``, ``Shape``, ``Equal``, ``Not``, ``CumSum``, ``Gather``,
 ``Min``; the frequencies are computed in the graph (``Pow(base, -e)``), not baked in.
 
@@ -17,14 +18,38 @@ is ``not_applicable`` with onnxruntime's message as the reason, never a pass.
 a generic runtime error, so out-of-range and negative rows are refused by the wrapper first
 (:mod:`posenc_adapter_shared`); ``out_of_range="clamp"`` is ``Min(rows, N - 1)`` in the graph.
 
-Where later ops go: ``rope.*`` will use the opset-23 ``RotaryEmbedding`` operator and
-``attention`` the opset-23 ``Attention`` operator (both reject float64; that will be reported
-as not_applicable by the same start-up probe). Add a builder to ``BUILDERS`` for each.
+``rope.apply`` runs the real ``RotaryEmbedding`` operator (opset 23): ``layout="half"`` is
+``interleaved=0``, ``"interleaved"`` is ``interleaved=1``; ``rotary_dim`` under
+``partial="prefix"`` is ``rotary_embedding_dim``; ``partial="proportional"`` rotates the whole
+head with caches whose frequencies past ``rotary_dim`` are 0; ``x_layout="BTHD"`` is the 3-D input
+(B, T, H*D) with ``num_heads``. The cos/sin caches (B, T, S/2) are built in the graph from the
+positions (``Pow(base, -2i/S)``, attention factor folded in) and cast to the operator's type.
+``interleaved_to_half`` has no form (not_applicable).
+
+``attention`` runs the real ``Attention`` operator (opset 23): 4-D Q/K/V (GQA from the head
+counts), ``scale``, ``is_causal=1``; bottom-right causal alignment with ``Tk > Tq`` passes the
+first ``Tk - Tq`` keys as ``past_key``/``past_value`` (the operator aligns ``is_causal`` to the
+past length); with ``Tq > Tk`` the causal mask goes into ``attn_mask``. Padding, boolean and
+additive masks, the sliding window and the bias form one float ``attn_mask`` (``-inf`` removes).
+The weights are ``qk_matmul_output`` under ``qk_matmul_output_mode=3``. The operator zeroes fully
+masked rows, so ``fully_masked="nan"``/``"uniform"`` are not_applicable.
+
+Neither operator has a float64 kernel in onnxruntime 1.30: the start-up trial run reports both
+as not_applicable at float64, never as a pass. At float16 they take float16 inputs (x, q, k, v and
+the caches), as a float16 model feeds them.
+
+``rope.cos_sin``, ``alibi.*``, ``t5.bucket``/``t5.bias`` and ``deberta.bucket``/``deberta.index``
+are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64 truncating, ``Where``, ``Gather``,
+``Transpose``, ...); the bucket ladders are the float formulas of transformers. Not built
+(not_applicable): rope.inv_freq, rope.longrope_inv_freq, rope.scores, rope.xpos,
+rope.mrope_cos_sin, alibi.mask_positions, deberta.scores, shaw.*, transformer_xl.*, resample.*,
+attention.terms, attention.pipeline.
 
 Run::
 
     posenc-ref conformance conformance/adapters/onnxruntime_adapter.py:ADAPTER
-    posenc-ref conformance conformance/adapters/onnxruntime_adapter.py:ADAPTER --dtype float16
+    posenc-ref conformance conformance/adapters/onnxruntime_adapter.py:ADAPTER --dtype float16 \
+        --expectations conformance/adapters/onnxruntime_float16.toml
 
 Needs ``pip install 'posenc-ref[onnx]'``.
 """
@@ -198,7 +223,7 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "sinusoidal.fairseq": build_fairseq,
     "grid2d.sincos": build_grid,
     "learned.lookup": build_lookup,
-    # "rope.apply": RotaryEmbedding (opset 23), "attention": Attention (opset 23): added with those ops.
+    # the relative, RoPE and attention ops are in RUNNERS below
 }
 
 
@@ -590,13 +615,15 @@ class OnnxRuntimeAdapter(Adapter):
     def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
         if op not in BUILDERS and op not in RUNNERS:
             return f"{op} has no ONNX graph yet"
+        if op in self.refused:
+            return self.refused[op]
         if op == "attention" and params.get("fully_masked") in ("nan", "uniform"):
             return ("the Attention operator has one fully-masked-row behaviour, zeros (onnx/onnx#8068); "
                     f"fully_masked={params['fully_masked']!r} has no form")
         if op == "rope.apply" and params.get("layout") == "interleaved_to_half":
             return ("RotaryEmbedding reads and writes pairs in one layout (interleaved=0 or 1); "
                     "interleaved_to_half has no form")
-        return self.refused.get(op) or True
+        return True
 
     def _table(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         rows, p = validate_table(params, inputs)

@@ -212,8 +212,8 @@ def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
     empty = ~np.broadcast_to(keep, target).any(axis=-1)
     if params["fully_masked"] == "error" and empty.any():
         raise _invalid(f"query row {tuple(int(x) for x in np.argwhere(empty)[0])} has every key masked")
-    return {"q": q, "k": k, "v": v, "keep": keep, "keep_nc": keep_nc, "additive": additive, "bias": bias, "scale": scale,
-            "empty": empty, "policy": params["fully_masked"], "groups": h // k.shape[1]}
+    return {"q": q, "k": k, "v": v, "keep": keep, "keep_nc": keep_nc, "additive": additive, "bias": bias,
+            "scale": scale, "empty": empty, "policy": params["fully_masked"], "groups": h // k.shape[1]}
 
 
 INV_FREQ_TYPES = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "proportional")
