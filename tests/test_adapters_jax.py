@@ -23,6 +23,7 @@ QUICK = ("sinusoidal.table.paper.interleaved.*", "sinusoidal.table.t2t.long_posi
          "rope.cos_sin.full_interleaved.*", "rope.apply.interleaved_to_half.rotary32.d64",
          "rope.apply.error.positions_wrong_length", "rope.scores.decode.kv_cache", "rope.scores.xpos.half.long",
          "alibi.slopes.press.h12", "alibi.bias.bottom_right.h6.cross_tq3_tk7", "alibi.bias.key_only.h4.batched",
+         "alibi.mask_positions.all_padding_row",
          "t5.bucket.unidirectional.n32.d128.boundaries", "t5.bias.heads_buckets.t6", "t5.bias.error.table_rank1",
          "deberta.bucket.small.b8.m16.exact_top", "deberta.index.seq600.max_relative_positions",
          "attention.gqa.h4kv2.t5.d8", "attention.causal.bottom_right.tq6tk3", "attention.window.decode.w4",

@@ -25,7 +25,8 @@ def _module():
 
 
 COVERED = {"sinusoidal.table", "sinusoidal.fairseq", "grid2d.sincos", "learned.lookup", "rope.cos_sin", "rope.apply",
-           "alibi.slopes", "alibi.bias", "t5.bucket", "t5.bias", "deberta.bucket", "deberta.index", "attention"}
+           "alibi.slopes", "alibi.bias", "alibi.mask_positions", "t5.bucket", "t5.bias", "deberta.bucket",
+           "deberta.index", "attention"}
 
 
 def _covered(entry):

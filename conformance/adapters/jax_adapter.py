@@ -1,8 +1,8 @@
 """JAX adapter: a ``jax.numpy`` port of sinusoidal.table, sinusoidal.fairseq, grid2d.sincos,
 learned.lookup, rope.inv_freq (every rope_type but longrope), rope.cos_sin, rope.apply, rope.scores
-(with xPos weights), alibi.slopes, alibi.bias, t5.bucket, t5.bias, deberta.bucket, deberta.index,
+(with xPos weights), alibi.slopes, alibi.bias, alibi.mask_positions, t5.bucket, t5.bias, deberta.bucket, deberta.index,
 and attention through ``jax.nn.dot_product_attention``. Not ported (not_applicable):
-rope.longrope_inv_freq, rope.xpos, rope.mrope_cos_sin, alibi.mask_positions, deberta.scores,
+rope.longrope_inv_freq, rope.xpos, rope.mrope_cos_sin, deberta.scores,
 shaw.*, transformer_xl.*, resample.*, attention.terms, attention.pipeline.
 
 JAX computes in float32 unless ``jax_enable_x64`` is on, and then it *silently* downcasts a
@@ -361,6 +361,10 @@ def jax_port(dtype: str | None = None) -> Adapter:
         slopes = jnp.exp2(-jnp.asarray(checks.alibi_exponents(heads, rule, bias_max), dtype=compute))
         return floats(alibi_bias(q, k, slopes, form, compute))
 
+    def run_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        mask = jnp.asarray(checks.attention_mask(inputs))
+        return np.asarray((jnp.cumsum(mask, axis=-1) - 1) * mask)
+
     def run_t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         _, limit, side, direction = checks.t5(params)
         rel = checks.relative("relative_positions", inputs["relative_positions"])
@@ -397,7 +401,8 @@ def jax_port(dtype: str | None = None) -> Adapter:
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
            "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin,
            "rope.apply": run_apply, "rope.scores": run_scores, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
-           "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias, "deberta.bucket": run_deberta_bucket,
+           "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
+           "deberta.bucket": run_deberta_bucket,
            "deberta.index": run_deberta_index, "attention": run_attention}
     calls = {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}
     calls["attention"] = ("jax.nn.dot_product_attention (implementation='xla') for the output "

@@ -38,11 +38,11 @@ Neither operator has a float64 kernel in onnxruntime 1.30: the start-up trial ru
 as not_applicable at float64, never as a pass. At float16 they take float16 inputs (x, q, k, v and
 the caches), as a float16 model feeds them.
 
-``rope.cos_sin``, ``alibi.*``, ``t5.bucket``/``t5.bias`` and ``deberta.bucket``/``deberta.index``
-are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64 truncating, ``Where``, ``Gather``,
-``Transpose``, ...); the bucket ladders are the float formulas of transformers. Not built
-(not_applicable): rope.inv_freq, rope.longrope_inv_freq, rope.scores, rope.xpos,
-rope.mrope_cos_sin, alibi.mask_positions, deberta.scores, shaw.*, transformer_xl.*, resample.*,
+``rope.cos_sin``, ``alibi.*`` (``alibi.mask_positions`` with ``CumSum``), ``t5.bucket``/``t5.bias``
+and ``deberta.bucket``/``deberta.index`` are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64
+truncating, ``Where``, ``Gather``, ``Transpose``, ...); the bucket ladders are the float formulas
+of transformers. Not built (not_applicable): rope.inv_freq, rope.longrope_inv_freq, rope.scores, rope.xpos,
+rope.mrope_cos_sin, deberta.scores, shaw.*, transformer_xl.*, resample.*,
 attention.terms, attention.pipeline.
 
 Run::
@@ -345,6 +345,12 @@ def build_alibi(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarra
     return [("query_positions", q), ("key_positions", k)], [(g.op("Mul", slopes, distance), "bias", "float")]
 
 
+def build_mask_positions(g: Graph, params: Mapping[str, Any], mask: np.ndarray) -> tuple[Feeds, Outs]:
+    """BLOOM's ``(cumsum(mask) - 1) * mask`` with ``CumSum`` over the last axis."""
+    counted = g.op("Sub", g.op("CumSum", "attention_mask", g.const(-1, I64)), g.const(1, I64))
+    return [("attention_mask", mask)], [(g.op("Mul", counted, "attention_mask"), "positions", "int")]
+
+
 def _t5_buckets(g: Graph, rel: str, limit: int, side: int, direction: str) -> str:
     """T5 ``_relative_position_bucket`` as transformers writes it: float log ladder, truncating cast."""
     exact = side // 2
@@ -484,6 +490,7 @@ def _probe_new(op: str, dtype: str) -> str | None:
         "alibi.slopes": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0}, {}),
         "alibi.bias": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0, "form": "relative_causal"},
                        {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
+        "alibi.mask_positions": ({}, {"attention_mask": np.array([[0, 1, 1]])}),
         "t5.bucket": ({"num_buckets": 32, "max_distance": 128, "direction": "bidirectional"},
                       {"relative_positions": np.arange(-3, 3)}),
         "t5.bias": ({"num_buckets": 32, "max_distance": 128, "direction": "bidirectional",
@@ -543,6 +550,12 @@ def run_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype
     return _execute(g, *build_alibi(g, params, *checks.query_key(inputs)), dtype)
 
 
+def run_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                       dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_mask_positions(g, params, checks.attention_mask(inputs)), dtype)
+
+
 def run_t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
     checks.t5(params)
     g = _graph(dtype)
@@ -583,7 +596,8 @@ def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], d
 
 RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]] = {
     "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
-    "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias, "deberta.bucket": run_deberta_bucket,
+    "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
+    "deberta.bucket": run_deberta_bucket,
     "deberta.index": run_deberta_index, "attention": run_attention,
 }
 CALLS = {op: f"ONNX graph of primitive operators ({fn.__name__}), opset {OPSET}" for op, fn in RUNNERS.items()}

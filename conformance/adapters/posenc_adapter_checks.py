@@ -295,3 +295,13 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
         out["ramp"] = (lo, hi + 0.001 if lo == hi else hi)
         out["softmax"] = mscale(float(m_all)) ** 2 if m_all else 1.0
     return out
+
+
+def attention_mask(inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """``alibi.mask_positions``: a (B, T) mask of 0 and 1 as int64."""
+    mask = positions("attention_mask", inputs["attention_mask"])
+    if mask.ndim != 2:
+        raise _shape(f"attention_mask must have shape (B, T), got {mask.shape}")
+    if mask.max() > 1:
+        raise _invalid(f"attention_mask must hold 0 or 1, got {int(mask.max())}")
+    return mask
