@@ -22,6 +22,7 @@ QUICK = ("sinusoidal.table.paper.interleaved.*", "sinusoidal.table.t2t.long_posi
          "rope.inv_freq.yarn.deepseek_v3", "rope.inv_freq.llama3.sanity.d128", "rope.inv_freq.error.odd_dim",
          "rope.cos_sin.full_interleaved.*", "rope.apply.interleaved_to_half.rotary32.d64",
          "rope.apply.error.positions_wrong_length", "rope.scores.decode.kv_cache", "rope.scores.xpos.half.long",
+         "rope.xpos.torchscale.odd_window.d32", "rope.xpos.error.scale_overflows", "rope.mrope_cos_sin.interleaved.*",
          "alibi.slopes.press.h12", "alibi.bias.bottom_right.h6.cross_tq3_tk7", "alibi.bias.key_only.h4.batched",
          "alibi.mask_positions.all_padding_row",
          "t5.bucket.unidirectional.n32.d128.boundaries", "t5.bias.heads_buckets.t6", "t5.bias.error.table_rank1",

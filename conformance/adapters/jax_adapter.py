@@ -1,9 +1,9 @@
 """JAX adapter: a ``jax.numpy`` port of sinusoidal.table, sinusoidal.fairseq, grid2d.sincos,
 learned.lookup, rope.inv_freq (every rope_type but longrope), rope.cos_sin, rope.apply, rope.scores
-(with xPos weights), alibi.slopes, alibi.bias, alibi.mask_positions, t5.bucket, t5.bias, deberta.bucket, deberta.index,
-and attention through ``jax.nn.dot_product_attention``. Not ported (not_applicable):
-rope.longrope_inv_freq, rope.xpos, rope.mrope_cos_sin, deberta.scores,
-shaw.*, transformer_xl.*, resample.*, attention.terms, attention.pipeline.
+(with xPos weights), rope.xpos, rope.mrope_cos_sin, alibi.slopes, alibi.bias, alibi.mask_positions,
+t5.bucket, t5.bias, deberta.bucket, deberta.index, and attention through
+``jax.nn.dot_product_attention``. Not ported (not_applicable): rope.longrope_inv_freq,
+deberta.scores, shaw.*, transformer_xl.*, resample.*, attention.terms, attention.pipeline.
 
 JAX computes in float32 unless ``jax_enable_x64`` is on, and then it *silently* downcasts a
 requested float64 to float32. So the adapter's dtype follows the flag: ``ADAPTER`` is float64
@@ -211,6 +211,37 @@ def scores(q: Any, k: Any, qp: np.ndarray, kp: np.ndarray, space: int, rd: int, 
     return (pairs * weight).sum(axis=-1) + rest
 
 
+def xpos(q: Any, k: Any, pos: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
+    """xPos: RoPE over the whole head, then q times and k divided by ``zeta ** ((p - c) / B)``."""
+    width = q.shape[-1]
+    t = pos.shape[-1]
+    p = {**params, "attention_factor": 1.0}
+    qr = rotate(q, pos, width, width, p, params["layout"], compute)
+    kr = rotate(k, pos, width, width, p, params["layout"], compute)
+    centre = t // 2 if params["centring"] == "lucidrains" else -(-t // 2)
+    zeta = (2 * jnp.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)
+    power = (jnp.asarray(pos) - centre).astype(compute) / params["scale_base"]  # (B|1, T)
+    power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
+    up = zeta**power
+    if not bool(jnp.isfinite(up).all() & jnp.isfinite(1 / up).all()):
+        raise checks.Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) overflows {compute}")
+    scale = jnp.repeat(up, 2, axis=-1) if params["layout"] == "interleaved" else jnp.concatenate([up, up], -1)
+    return qr * scale, kr / scale
+
+
+def mrope(pos: np.ndarray, stream: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
+    """MRoPE cos/sin: pair ``i`` turns at the position of its own stream."""
+    dim = int(params["dim"])
+    i = jnp.arange(dim // 2, dtype=compute)
+    w = 1 / jnp.power(jnp.asarray(params["base"], dtype=compute), 2 * i / dim)
+    chosen = jnp.moveaxis(jnp.asarray(pos)[stream], 0, -1).astype(compute)  # (..., P)
+    angle = chosen * w
+    cos, sin = jnp.cos(angle), jnp.sin(angle)
+    if params["width"] == "full":
+        return jnp.concatenate([cos, cos], -1), jnp.concatenate([sin, sin], -1)
+    return cos, sin
+
+
 def alibi_bias(q: np.ndarray, k: np.ndarray, slopes: Any, form: str, compute: Any) -> Any:
     """ALiBi bias (..., H, Tq, Tk) of (..., Tq) and (..., Tk) positions."""
     i, j = jnp.asarray(q)[..., :, None], jnp.asarray(k)[..., None, :]
@@ -350,6 +381,16 @@ def jax_port(dtype: str | None = None) -> Adapter:
         qx, kx = (jnp.asarray(a, dtype=out).astype(compute) for a in (q, k))
         return floats(scores(qx, kx, qp, kp, space, rd, params, compute))
 
+    def run_xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        q, k, pos = checks.xpos(params, inputs)
+        qx, kx = (jnp.asarray(a, dtype=out).astype(compute) for a in (q, k))
+        q_rot, k_rot = xpos(qx, kx, pos, params, compute)
+        return floats(q_rot), floats(k_rot)
+
+    def run_mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        cos, sin = mrope(*checks.mrope(params, inputs), params, compute)
+        return floats(cos), floats(sin)
+
     def run_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         heads, rule, bias_max = checks.alibi(params)
         return floats(jnp.exp2(-jnp.asarray(checks.alibi_exponents(heads, rule, bias_max), dtype=compute)))
@@ -400,7 +441,8 @@ def jax_port(dtype: str | None = None) -> Adapter:
 
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
            "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin,
-           "rope.apply": run_apply, "rope.scores": run_scores, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
+           "rope.apply": run_apply, "rope.scores": run_scores, "rope.xpos": run_xpos,
+           "rope.mrope_cos_sin": run_mrope, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
            "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
            "deberta.bucket": run_deberta_bucket,
            "deberta.index": run_deberta_index, "attention": run_attention}

@@ -305,3 +305,42 @@ def attention_mask(inputs: Mapping[str, np.ndarray]) -> np.ndarray:
     if mask.max() > 1:
         raise _invalid(f"attention_mask must hold 0 or 1, got {int(mask.max())}")
     return mask
+
+
+def xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``rope.xpos``: q, k (same 4-D shape, even D) and positions (B|1, T)."""
+    choice("centring", params["centring"], ("lucidrains", "torchscale"))
+    choice("layout", params["layout"], ("interleaved", "half"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    positive("scale_base", params["scale_base"])
+    base_value(params["base"])
+    q, k = finite_array("q", inputs["q"], ndim=4), finite_array("k", inputs["k"], ndim=4)
+    if q.shape != k.shape:
+        raise _shape(f"q and k must have the same shape, got {q.shape} and {k.shape}")
+    if q.shape[-1] % 2:
+        raise _invalid(f"the head dim must be even, got {q.shape[-1]}")
+    return q, k, rope_positions("positions", inputs["positions"], q, x_layout)
+
+
+def mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``rope.mrope_cos_sin``: positions (3, ...) and each pair's stream (P,) (0 = T, 1 = H, 2 = W)."""
+    dim = integer("dim", params["dim"], 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    layout = choice("mrope_layout", params["mrope_layout"], ("chunked", "interleaved"))
+    choice("width", params["width"], ("half", "full"))
+    base_value(params["base"])
+    section = positions("mrope_section", inputs["mrope_section"])
+    if section.shape != (3,) or int(section.sum()) != dim // 2:
+        raise _invalid(f"mrope_section must be three counts summing to dim/2 = {dim // 2}, got {section.tolist()}")
+    pos = positions("positions", inputs["positions"])
+    if pos.ndim < 1 or pos.shape[0] != 3:
+        raise _shape(f"positions must have three streams on axis 0, got shape {pos.shape}")
+    i = np.arange(dim // 2)
+    if layout == "chunked":  # the first s0 pairs read T, the next s1 read H, the rest W
+        stream = np.searchsorted(np.cumsum(section), i, side="right")
+    else:  # T, H, W round robin while each stream has pairs left, then T
+        stream = np.zeros(dim // 2, dtype=np.int64)
+        stream[(i % 3 == 1) & (i < 3 * section[1])] = 1
+        stream[(i % 3 == 2) & (i < 3 * section[2])] = 2
+    return pos, stream
