@@ -24,9 +24,9 @@ def _module():
     return module
 
 
-COVERED = {"sinusoidal.table", "sinusoidal.fairseq", "grid2d.sincos", "learned.lookup", "rope.cos_sin", "rope.apply",
-           "alibi.slopes", "alibi.bias", "alibi.mask_positions", "t5.bucket", "t5.bias", "deberta.bucket",
-           "deberta.index", "attention"}
+COVERED = {"sinusoidal.table", "sinusoidal.fairseq", "grid2d.sincos", "learned.lookup", "rope.inv_freq",
+           "rope.cos_sin", "rope.apply", "alibi.slopes", "alibi.bias", "alibi.mask_positions", "t5.bucket",
+           "t5.bias", "deberta.bucket", "deberta.index", "attention"}
 
 
 def _covered(entry):

@@ -41,7 +41,9 @@ the caches), as a float16 model feeds them.
 ``rope.cos_sin``, ``alibi.*`` (``alibi.mask_positions`` with ``CumSum``), ``t5.bucket``/``t5.bias``
 and ``deberta.bucket``/``deberta.index`` are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64
 truncating, ``Where``, ``Gather``, ``Transpose``, ...); the bucket ladders are the float formulas
-of transformers. Not built (not_applicable): rope.inv_freq, rope.longrope_inv_freq, rope.scores, rope.xpos,
+of transformers. ``rope.inv_freq`` (every rope_type but longrope): the per-pair arrays in the graph,
+the scalars in Python float64 as transformers keeps them. Not built (not_applicable):
+rope.longrope_inv_freq, rope.scores, rope.xpos,
 rope.mrope_cos_sin, deberta.scores, shaw.*, transformer_xl.*, resample.*,
 attention.terms, attention.pipeline.
 
@@ -293,6 +295,35 @@ def _int(g: Graph, x: str) -> str:
     return g.op("Cast", x, to=TensorProto.INT64)
 
 
+def build_inv_freq(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    """``1 / Pow(base, 2i/d)`` and each variant's per-pair blend in the graph; the scalars (scaled
+    bases, band edges, YaRN ramp ends and factors) are Python float64, as transformers keeps them."""
+    c = checks.inv_freq(params)
+    dim, s = c["dim"], c["s"]
+    i = g.const(np.arange(dim // 2))
+    w = g.op("Div", g.const(1.0), g.op("Pow", g.const(c["base"]), g.op("Div", g.op("Mul", i, g.const(2.0)),
+                                                                         g.const(float(dim)))))
+    scaled = g.op("Div", w, g.const(s))
+    if c["type"] == "proportional":
+        w = g.op("Div", g.op("Where", g.op("Less", i, g.const(float(c["turning"]))), w, g.const(0.0)), g.const(s))
+    elif c["type"] == "linear":
+        w = scaled
+    elif c["type"] == "llama3":
+        wavelength = g.op("Div", g.const(2 * np.pi), w)
+        smooth = g.op("Div", g.op("Sub", g.op("Div", g.const(float(c["original"])), wavelength), g.const(c["low"])),
+                      g.const(c["high"] - c["low"]))
+        blended = g.op("Add", g.op("Mul", g.op("Sub", g.const(1.0), smooth), scaled), g.op("Mul", smooth, w))
+        long = g.op("Where", g.op("Greater", wavelength, g.const(c["original"] / c["low"])), scaled, blended)
+        w = g.op("Where", g.op("Less", wavelength, g.const(c["original"] / c["high"])), w, long)
+    elif c["type"] == "yarn":
+        low, high = c["ramp"]
+        ramp = g.op("Clip", g.op("Div", g.op("Sub", i, g.const(low)), g.const(high - low)), g.const(0.0),
+                    g.const(1.0))
+        w = g.op("Add", g.op("Mul", w, g.op("Sub", g.const(1.0), ramp)), g.op("Mul", scaled, ramp))
+    factor, softmax = g.op("Identity", g.const([c["a"]])), g.op("Identity", g.const([c["softmax"]]))
+    return [], [(w, "inv_freq", "float"), (factor, "attention_factor", "float"), (softmax, "softmax_scale", "float")]
+
+
 def _angles(g: Graph, positions: str, inv_freq: str) -> str:
     """``Cast(p) * w`` over a new last axis."""
     return g.op("Mul", g.unsqueeze_last(g.cast(positions, g.compute)), inv_freq)
@@ -483,6 +514,11 @@ def _probe_new(op: str, dtype: str) -> str | None:
     """``None`` when onnxruntime runs the op's graph at ``dtype`` (a trial run), else its message."""
     x = np.linspace(-1, 1, 16).reshape(1, 2, 2, 4)
     trial: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]] = {
+        "rope.inv_freq": ({"dim": 8, "base": 10000.0, "rope_type": "yarn", "factor": 4.0, "original_max_position": 64,
+                           "context_length": None, "low_freq_factor": None, "high_freq_factor": None,
+                           "beta_fast": None, "beta_slow": None, "mscale": None, "mscale_all_dim": None,
+                           "attention_factor": None, "truncate": True, "partial_rotary_factor": 1.0,
+                           "dynamic_convention": "transformers", "yarn_convention": "transformers"}, {}),
         "rope.cos_sin": ({"width": "full", "attention_factor": 1.0},
                          {"positions": np.arange(2), "inv_freq": np.array([1.0, 0.5])}),
         "rope.apply": ({"base": 10000.0, "rotary_dim": None, "partial": "prefix", "layout": "half",
@@ -524,6 +560,11 @@ def _graph(dtype: str) -> Graph:
     g = Graph("float64" if dtype == "float64" else "float32")
     g.x_dtype = dtype  # what the real RotaryEmbedding / Attention operators take and return
     return g
+
+
+def run_inv_freq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_inv_freq(g, params), dtype)
 
 
 def run_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
@@ -595,7 +636,8 @@ def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], d
 
 
 RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]] = {
-    "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
+    "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply,
+    "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
     "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
     "deberta.bucket": run_deberta_bucket,
     "deberta.index": run_deberta_index, "attention": run_attention,
@@ -631,6 +673,8 @@ class OnnxRuntimeAdapter(Adapter):
             return f"{op} has no ONNX graph yet"
         if op in self.refused:
             return self.refused[op]
+        if op == "rope.inv_freq" and params.get("rope_type") == "longrope":
+            return "rope_type='longrope' has no graph (its factor lists are not inputs of rope.inv_freq cases)"
         if op == "attention" and params.get("fully_masked") in ("nan", "uniform"):
             return ("the Attention operator has one fully-masked-row behaviour, zeros (onnx/onnx#8068); "
                     f"fully_masked={params['fully_masked']!r} has no form")
