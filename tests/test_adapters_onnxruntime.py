@@ -25,8 +25,8 @@ def _module():
 
 
 COVERED = {"sinusoidal.table", "sinusoidal.fairseq", "grid2d.sincos", "learned.lookup", "rope.inv_freq",
-           "rope.cos_sin", "rope.apply", "alibi.slopes", "alibi.bias", "alibi.mask_positions", "t5.bucket",
-           "t5.bias", "deberta.bucket", "deberta.index", "attention"}
+           "rope.cos_sin", "rope.apply", "rope.scores", "alibi.slopes", "alibi.bias", "alibi.mask_positions",
+           "t5.bucket", "t5.bias", "deberta.bucket", "deberta.index", "attention"}
 
 
 def _covered(entry):
@@ -44,13 +44,13 @@ def test_graphs_pass_every_case(dtype):
     assert run.passed
     na = {r.op for r in run.results if r.status == "not_applicable"}
     if dtype == "float64":  # the real operators have no double kernel: not_applicable, never a pass
-        assert na == {"rope.apply", "attention"}
+        assert na == {"rope.apply", "rope.scores", "attention"}
         assert all("no kernel" in r.message for r in run.results if r.op in na)
-    else:  # what the operators cannot express: interleaved_to_half, the nan/uniform fully-masked policies
-        assert na == {"rope.apply", "attention"}
-        reasons = {r.case_id for r in run.results if r.status == "not_applicable"}
-        assert reasons == {"rope.apply.interleaved_to_half.long.d64", "rope.apply.interleaved_to_half.rotary32.d64",
-                           "attention.fully_masked.nan", "attention.fully_masked.uniform"}
+    else:  # what the operators cannot express: interleaved_to_half, xPos weights, nan/uniform fully-masked rows
+        cases = {r.case_id for r in run.results if r.status == "not_applicable"}
+        assert cases == {"rope.apply.interleaved_to_half.long.d64", "rope.apply.interleaved_to_half.rotary32.d64",
+                         "rope.scores.xpos.interleaved", "rope.scores.xpos.half.long",
+                         "attention.fully_masked.nan", "attention.fully_masked.uniform"}
     assert {r.op for r in run.results if r.status in ("pass", "xfail")} >= {
         "alibi.bias", "t5.bias", "deberta.index", "rope.cos_sin"}
 

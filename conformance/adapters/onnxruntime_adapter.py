@@ -24,7 +24,9 @@ a generic runtime error, so out-of-range and negative rows are refused by the wr
 head with caches whose frequencies past ``rotary_dim`` are 0; ``x_layout="BTHD"`` is the 3-D input
 (B, T, H*D) with ``num_heads``. The cos/sin caches (B, T, S/2) are built in the graph from the
 positions (``Pow(base, -2i/S)``, attention factor folded in) and cast to the operator's type.
-``interleaved_to_half`` has no form (not_applicable).
+``interleaved_to_half`` has no form (not_applicable). ``rope.scores`` rotates q and k with one
+``RotaryEmbedding`` node each and multiplies them with ``MatMul``; with ``xpos_scale_base`` set it
+is not_applicable.
 
 ``attention`` runs the real ``Attention`` operator (opset 23): 4-D Q/K/V (GQA from the head
 counts), ``scale``, ``is_causal=1``; bottom-right causal alignment with ``Tk > Tq`` passes the
@@ -43,7 +45,7 @@ and ``deberta.bucket``/``deberta.index`` are primitive graphs (``Log``, ``Ceil``
 truncating, ``Where``, ``Gather``, ``Transpose``, ...); the bucket ladders are the float formulas
 of transformers. ``rope.inv_freq`` (every rope_type but longrope): the per-pair arrays in the graph,
 the scalars in Python float64 as transformers keeps them. Not built (not_applicable):
-rope.longrope_inv_freq, rope.scores, rope.xpos,
+rope.longrope_inv_freq, rope.xpos,
 rope.mrope_cos_sin, deberta.scores, shaw.*, transformer_xl.*, resample.*,
 attention.terms, attention.pipeline.
 
@@ -446,29 +448,46 @@ def build_deberta_index(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: n
 ROPE_OPSET = ATTENTION_OPSET = 23
 
 
-def build_rope_apply(g: Graph, params: Mapping[str, Any], x: np.ndarray, pos: np.ndarray, space: int,
-                     rd: int) -> tuple[Feeds, Outs]:
-    """The real ``RotaryEmbedding`` (opset 23): cos/sin caches (B, T, S/2) built in the graph from the
-    positions (no ``position_ids``), ``interleaved`` = layout, ``rotary_embedding_dim`` = S
-    (prefix: rotary_dim; proportional: the head dim, with frequency 0 past rotary_dim)."""
-    batch, t = x.shape[0], pos.shape[-1]
+def _rotary(g: Graph, params: Mapping[str, Any], x: str, shape: tuple[int, ...], positions: str, t: int,
+            space: int, rd: int) -> str:
+    """One real ``RotaryEmbedding`` (opset 23) node on ``x``: cos/sin caches (B, T, S/2) built in the
+    graph from the positions (no ``position_ids``), ``interleaved`` = layout,
+    ``rotary_embedding_dim`` = S (prefix: rotary_dim; proportional: the head dim, with frequency 0
+    past rotary_dim); ``x_layout="BTHD"`` is the 3-D (B, T, H*D) input with ``num_heads``."""
+    batch = shape[0]
     i = np.arange(space // 2, dtype=np.float64)
     exponent = g.const(np.where(i < rd // 2, 2.0 * i / space, 0.0))
     inv_freq = g.op("Mul", g.op("Pow", g.const(float(params["base"])), g.op("Neg", exponent)),
                     g.const((i < rd // 2).astype(np.float64)))  # (S/2,)
-    positions = g.op("Expand", "positions", g.const([batch, t], I64))
-    angle = _angles(g, positions, inv_freq)  # (B, T, S/2)
+    angle = _angles(g, g.op("Expand", positions, g.const([batch, t], I64)), inv_freq)  # (B, T, S/2)
     factor = g.const(float(params["attention_factor"]))
     cos = g.cast(g.op("Mul", g.op("Cos", angle), factor), g.x_dtype)
     sin = g.cast(g.op("Mul", g.op("Sin", angle), factor), g.x_dtype)
     attrs = {"interleaved": int(params["layout"] == "interleaved"), "rotary_embedding_dim": space}
     if params["x_layout"] == "BHTD":
-        y = g.op("RotaryEmbedding", "x", cos, sin, **attrs)
-    else:  # (B, T, H, D) is the operator's 3-D (B, T, H*D) input with num_heads = H
-        flat = g.op("Reshape", "x", g.const([batch, t, -1], I64))
-        y = g.op("Reshape", g.op("RotaryEmbedding", flat, cos, sin, num_heads=x.shape[2], **attrs),
-                 g.const(list(x.shape), I64))
+        return g.op("RotaryEmbedding", x, cos, sin, **attrs)
+    flat = g.op("Reshape", x, g.const([batch, t, -1], I64))
+    return g.op("Reshape", g.op("RotaryEmbedding", flat, cos, sin, num_heads=shape[2], **attrs),
+                g.const(list(shape), I64))
+
+
+def build_rope_apply(g: Graph, params: Mapping[str, Any], x: np.ndarray, pos: np.ndarray, space: int,
+                     rd: int) -> tuple[Feeds, Outs]:
+    """``rope.apply``: one ``RotaryEmbedding`` node (:func:`_rotary`)."""
+    y = _rotary(g, params, "x", x.shape, "positions", pos.shape[-1], space, rd)
     return [("x", x), ("positions", pos)], [(y, "y", "float")]
+
+
+def build_rope_scores(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray, qp: np.ndarray,
+                      kp: np.ndarray, space: int, rd: int) -> tuple[Feeds, Outs]:
+    """``rope.scores`` without xPos: q and k each through ``RotaryEmbedding`` at their own
+    positions, then ``MatMul(q, k^T)`` in (B, H, T, D) order."""
+    qr = _rotary(g, params, "q", q.shape, "q_positions", qp.shape[-1], space, rd)
+    kr = _rotary(g, params, "k", k.shape, "k_positions", kp.shape[-1], space, rd)
+    if params["x_layout"] == "BTHD":
+        qr, kr = g.op("Transpose", qr, perm=[0, 2, 1, 3]), g.op("Transpose", kr, perm=[0, 2, 1, 3])
+    scores = g.op("MatMul", qr, g.op("Transpose", kr, perm=[0, 1, 3, 2]))
+    return [("q", q), ("k", k), ("q_positions", qp), ("k_positions", kp)], [(scores, "scores", "float")]
 
 
 def build_attention(g: Graph, params: Mapping[str, Any], a: Mapping[str, Any], causal: str,
@@ -523,6 +542,9 @@ def _probe_new(op: str, dtype: str) -> str | None:
                          {"positions": np.arange(2), "inv_freq": np.array([1.0, 0.5])}),
         "rope.apply": ({"base": 10000.0, "rotary_dim": None, "partial": "prefix", "layout": "half",
                         "x_layout": "BHTD", "attention_factor": 1.0}, {"x": x, "positions": np.arange(2)}),
+        "rope.scores": ({"base": 10000.0, "rotary_dim": None, "partial": "prefix", "layout": "half",
+                         "x_layout": "BHTD", "attention_factor": 1.0, "xpos_scale_base": None},
+                        {"q": x, "k": x, "q_positions": np.arange(2), "k_positions": np.arange(2)}),
         "alibi.slopes": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0}, {}),
         "alibi.bias": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0, "form": "relative_causal"},
                        {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
@@ -576,6 +598,15 @@ def run_rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], 
     x, pos, space, rd = checks.rope_apply(params, inputs)
     g = _graph(dtype)
     feeds, outs = build_rope_apply(g, params, x.astype(NUMPY[dtype]), pos, space, rd)
+    return _execute(g, feeds, outs, dtype, ROPE_OPSET)
+
+
+def run_rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                    dtype: str) -> dict[str, np.ndarray]:
+    q, k, qp, kp, space = checks.rope_scores(params, inputs)
+    rd = space if params["rotary_dim"] is None else int(params["rotary_dim"])  # < S: proportional
+    g = _graph(dtype)
+    feeds, outs = build_rope_scores(g, params, q.astype(NUMPY[dtype]), k.astype(NUMPY[dtype]), qp, kp, space, rd)
     return _execute(g, feeds, outs, dtype, ROPE_OPSET)
 
 
@@ -637,6 +668,7 @@ def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], d
 
 RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]] = {
     "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply,
+    "rope.scores": run_rope_scores,
     "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
     "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
     "deberta.bucket": run_deberta_bucket,
@@ -644,6 +676,7 @@ RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], 
 }
 CALLS = {op: f"ONNX graph of primitive operators ({fn.__name__}), opset {OPSET}" for op, fn in RUNNERS.items()}
 CALLS["rope.apply"] = f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), cos/sin caches built in the graph"
+CALLS["rope.scores"] = f"two ONNX RotaryEmbedding operators (opset {ROPE_OPSET}) and MatMul (no xPos)"
 CALLS["attention"] = (f"the ONNX Attention operator (opset {ATTENTION_OPSET}): is_causal, past_key/past_value for "
                       "bottom-right alignment, a float attn_mask, qk_matmul_output_mode=3 for the weights")
 
@@ -678,6 +711,9 @@ class OnnxRuntimeAdapter(Adapter):
         if op == "attention" and params.get("fully_masked") in ("nan", "uniform"):
             return ("the Attention operator has one fully-masked-row behaviour, zeros (onnx/onnx#8068); "
                     f"fully_masked={params['fully_masked']!r} has no form")
+        xpos = params.get("xpos_scale_base")
+        if op == "rope.scores" and xpos is not None and np.isfinite(float(xpos)) and float(xpos) > 0:
+            return "the xPos pair weights have no RotaryEmbedding form (xpos_scale_base is set)"
         if op == "rope.apply" and params.get("layout") == "interleaved_to_half":
             return ("RotaryEmbedding reads and writes pairs in one layout (interleaved=0 or 1); "
                     "interleaved_to_half has no form")
