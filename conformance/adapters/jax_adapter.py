@@ -1,9 +1,9 @@
 """JAX adapter: a ``jax.numpy`` port of sinusoidal.table, sinusoidal.fairseq, grid2d.sincos,
 learned.lookup, rope.inv_freq (every rope_type but longrope), rope.cos_sin, rope.apply, rope.scores
 (with xPos weights), rope.xpos, rope.mrope_cos_sin, alibi.slopes, alibi.bias, alibi.mask_positions,
-t5.bucket, t5.bias, deberta.bucket, deberta.index, and attention through
-``jax.nn.dot_product_attention``. Not ported (not_applicable): rope.longrope_inv_freq,
-deberta.scores, shaw.*, transformer_xl.*, resample.*, attention.terms, attention.pipeline.
+t5.bucket, t5.bias, deberta.bucket, deberta.index, deberta.scores, and attention through
+``jax.nn.dot_product_attention``. Not ported (not_applicable): rope.longrope_inv_freq, shaw.*,
+transformer_xl.*, resample.*, attention.terms, attention.pipeline.
 
 JAX computes in float32 unless ``jax_enable_x64`` is on, and then it *silently* downcasts a
 requested float64 to float32. So the adapter's dtype follows the flag: ``ADAPTER`` is float64
@@ -282,6 +282,24 @@ def deberta_buckets(delta: Any, buckets: int, limit: int, clamp: str, compute: A
     return jnp.where(n <= mid, delta, jnp.sign(delta) * (mid + jnp.ceil(ratio).astype(delta.dtype)))
 
 
+def deberta_scores(a: Mapping[str, Any], compute: Any, out: Any) -> Any:
+    """transformers DebertaV2 ``disentangled_attention_bias``: c2p gathers ``q Kr^T`` at
+    ``idx(i - j)``, p2c gathers ``k Qr^T`` at the same ``idx(i - j)``, all over ``sqrt(d (1 + n))``."""
+    q, k, kr, qr = (jnp.asarray(a[n], dtype=out).astype(compute) for n in ("q", "k", "pos_key", "pos_query"))
+    b = a["buckets"]
+    delta = a["qp"][:, None] - a["kp"][None, :]
+    index = jnp.clip(deberta_buckets(delta, b, a["limit"], a["clamp"], compute) + b, 0, 2 * b - 1)  # (Tq, Tk)
+    scores = q @ jnp.swapaxes(k, -1, -2)
+    heads = q.shape[0]
+    if "c2p" in a["terms"]:
+        c2p = q @ jnp.swapaxes(kr, -1, -2)  # (H, Tq, 2b)
+        scores = scores + jnp.take_along_axis(c2p, jnp.broadcast_to(index, (heads,) + index.shape), axis=-1)
+    if "p2c" in a["terms"]:
+        p2c = k @ jnp.swapaxes(qr, -1, -2)  # (H, Tk, 2b)
+        scores = scores + p2c[:, jnp.arange(k.shape[1])[None, :], index]
+    return scores / np.sqrt(q.shape[-1] * (1 + len(a["terms"])))
+
+
 def attention(a: Mapping[str, Any], compute: Any, use_library: bool) -> tuple[Any, Any]:
     """(output, weights): the weights by a port of the softmax, the output by
     ``jax.nn.dot_product_attention`` (``use_library``) or by the same port."""
@@ -432,6 +450,9 @@ def jax_port(dtype: str | None = None) -> Adapter:
         return np.asarray(jnp.clip(deberta_buckets(delta, buckets, limit, clamp, compute) + buckets, 0,
                                    2 * buckets - 1))
 
+    def run_deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return floats(deberta_scores(checks.deberta_scores(params, inputs), compute, out))
+
     def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         # jax.nn.dot_product_attention computes its softmax in float32 whatever the input dtype
         # (jax/_src/nn/functions.py, _dot_product_attention_core: padded_logits.astype(np.float32)),
@@ -445,7 +466,7 @@ def jax_port(dtype: str | None = None) -> Adapter:
            "rope.mrope_cos_sin": run_mrope, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
            "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
            "deberta.bucket": run_deberta_bucket,
-           "deberta.index": run_deberta_index, "attention": run_attention}
+           "deberta.index": run_deberta_index, "deberta.scores": run_deberta_scores, "attention": run_attention}
     calls = {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}
     calls["attention"] = ("jax.nn.dot_product_attention (implementation='xla') for the output "
                           "(float32/float16/bfloat16; its softmax is float32, so float64 uses the port), "

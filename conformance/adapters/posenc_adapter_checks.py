@@ -344,3 +344,21 @@ def mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[
         stream[(i % 3 == 1) & (i < 3 * section[1])] = 1
         stream[(i % 3 == 2) & (i < 3 * section[2])] = 2
     return pos, stream
+
+
+def deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``deberta.scores``: 1-D positions, q (H, Tq, D), k (H, Tk, D), pos_key/pos_query (H, 2b, D)."""
+    terms = choice("pos_att_type", params["pos_att_type"], ("c2p|p2c", "c2p", "p2c")).split("|")
+    buckets, limit, clamp = deberta(params)
+    qp = positions("query_positions", inputs["query_positions"])
+    kp = positions("key_positions", inputs["key_positions"])
+    if qp.ndim != 1 or kp.ndim != 1:
+        raise _shape(f"query_positions and key_positions must be 1-D, got {qp.shape} and {kp.shape}")
+    arrays = {n: finite_array(n, inputs[n], ndim=3) for n in ("q", "k", "pos_key", "pos_query")}
+    heads, _, dim = arrays["q"].shape
+    wanted = {"q": (heads, qp.size, dim), "k": (heads, kp.size, dim), "pos_key": (heads, 2 * buckets, dim),
+              "pos_query": (heads, 2 * buckets, dim)}
+    for name, shape in wanted.items():
+        if arrays[name].shape != shape:
+            raise _shape(f"{name} must have shape {shape}, got {arrays[name].shape}")
+    return {**arrays, "qp": qp, "kp": kp, "terms": terms, "buckets": buckets, "limit": limit, "clamp": clamp}
