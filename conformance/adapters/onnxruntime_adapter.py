@@ -41,12 +41,12 @@ as not_applicable at float64, never as a pass. At float16 they take float16 inpu
 the caches), as a float16 model feeds them.
 
 ``rope.cos_sin``, ``alibi.*`` (``alibi.mask_positions`` with ``CumSum``), ``t5.bucket``/``t5.bias``
-and ``deberta.bucket``/``deberta.index`` are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64
+and ``deberta.*`` are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64
 truncating, ``Where``, ``Gather``, ``Transpose``, ...); the bucket ladders are the float formulas
 of transformers. ``rope.inv_freq`` (every rope_type but longrope): the per-pair arrays in the graph,
 the scalars in Python float64 as transformers keeps them. Not built (not_applicable):
 rope.longrope_inv_freq, rope.xpos,
-rope.mrope_cos_sin, deberta.scores, shaw.*, transformer_xl.*, resample.*,
+rope.mrope_cos_sin, shaw.*, transformer_xl.*, resample.*,
 attention.terms, attention.pipeline.
 
 Run::
@@ -445,6 +445,32 @@ def build_deberta_index(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: n
     return [("query_positions", q), ("key_positions", k)], [(index, "index", "int")]
 
 
+def build_deberta_scores(g: Graph, a: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    """DebertaV2 disentangled logits: ``q k^T``, c2p ``GatherElements(q Kr^T, idx)``, p2c
+    ``GatherElements(k Qr^T, idx^T)`` transposed back (both at ``idx(i - j)``), over ``sqrt(d (1 + n))``."""
+    b = a["buckets"]
+    i, j = _pairs(g, "query_positions", "key_positions")
+    bucket = _deberta_buckets(g, g.op("Sub", i, j), b, a["limit"], a["clamp"])
+    index = g.op("Clip", g.op("Add", bucket, g.const(b, I64)), g.const(0, I64), g.const(2 * b - 1, I64))  # (Tq, Tk)
+    q, k, kr, qr = (g.cast(n, g.compute) for n in ("q", "k", "pos_key", "pos_query"))
+    heads, tq, dim = a["q"].shape
+    tk = a["k"].shape[1]
+    scores = g.op("MatMul", q, g.op("Transpose", k, perm=[0, 2, 1]))
+    if "c2p" in a["terms"]:
+        c2p = g.op("MatMul", q, g.op("Transpose", kr, perm=[0, 2, 1]))  # (H, Tq, 2b)
+        where = g.op("Expand", index, g.const([heads, tq, tk], I64))
+        scores = g.op("Add", scores, g.op("GatherElements", c2p, where, axis=2))
+    if "p2c" in a["terms"]:
+        p2c = g.op("MatMul", k, g.op("Transpose", qr, perm=[0, 2, 1]))  # (H, Tk, 2b)
+        where = g.op("Expand", g.op("Transpose", index, perm=[1, 0]), g.const([heads, tk, tq], I64))
+        gathered = g.op("GatherElements", p2c, where, axis=2)  # (H, Tk, Tq): row j, column i
+        scores = g.op("Add", scores, g.op("Transpose", gathered, perm=[0, 2, 1]))
+    scores = g.op("Div", scores, g.const(float(np.sqrt(dim * (1 + len(a["terms"]))))))
+    feeds = [("query_positions", a["qp"]), ("key_positions", a["kp"])] + [
+        (n, a[n]) for n in ("q", "k", "pos_key", "pos_query")]
+    return feeds, [(scores, "scores", "float")]
+
+
 ROPE_OPSET = ATTENTION_OPSET = 23
 
 
@@ -558,6 +584,10 @@ def _probe_new(op: str, dtype: str) -> str | None:
                            {"relative_positions": np.arange(-3, 3)}),
         "deberta.index": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none"},
                           {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
+        "deberta.scores": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none",
+                            "pos_att_type": "c2p|p2c"},
+                           {"query_positions": np.arange(2), "key_positions": np.arange(2), "q": x[0],
+                            "k": x[0], "pos_key": np.zeros((2, 16, 4)), "pos_query": np.zeros((2, 16, 4))}),
         "attention": ({"scale": None, "causal": True, "alignment": "bottom_right", "window": None,
                        "fully_masked": "zeros"},
                       {"q": x, "k": x, "v": x, "mask": np.ones((1, 1, 1, 1), dtype=bool),
@@ -659,6 +689,13 @@ def run_deberta_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray
     return _execute(g, *build_deberta_index(g, params, q, k), dtype)
 
 
+def run_deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                       dtype: str) -> dict[str, np.ndarray]:
+    a = checks.deberta_scores(params, inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_deberta_scores(g, a), dtype)
+
+
 def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
     a = checks.attention(params, inputs)
     g = _graph(dtype)
@@ -671,7 +708,7 @@ RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], 
     "rope.scores": run_rope_scores,
     "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
     "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
-    "deberta.bucket": run_deberta_bucket,
+    "deberta.bucket": run_deberta_bucket, "deberta.scores": run_deberta_scores,
     "deberta.index": run_deberta_index, "attention": run_attention,
 }
 CALLS = {op: f"ONNX graph of primitive operators ({fn.__name__}), opset {OPSET}" for op, fn in RUNNERS.items()}
