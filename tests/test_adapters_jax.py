@@ -28,6 +28,7 @@ QUICK = ("sinusoidal.table.paper.interleaved.*", "sinusoidal.table.t2t.long_posi
          "t5.bucket.unidirectional.n32.d128.boundaries", "t5.bias.heads_buckets.t6", "t5.bias.error.table_rank1",
          "deberta.bucket.small.b8.m16.exact_top", "deberta.index.seq600.max_relative_positions",
          "deberta.scores.c2p_p2c.beyond_m.clamped", "deberta.scores.error.positions_2d",
+         "shaw.output.memory.tq3.tk8.k3", "shaw.logits.error.cross_attention",
          "attention.gqa.h4kv2.t5.d8", "attention.causal.bottom_right.tq6tk3", "attention.window.decode.w4",
          "attention.fully_masked.uniform", "attention.error.fully_masked_row")
 

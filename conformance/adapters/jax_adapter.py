@@ -1,9 +1,9 @@
 """JAX adapter: a ``jax.numpy`` port of sinusoidal.table, sinusoidal.fairseq, grid2d.sincos,
 learned.lookup, rope.inv_freq (every rope_type but longrope), rope.cos_sin, rope.apply, rope.scores
 (with xPos weights), rope.xpos, rope.mrope_cos_sin, alibi.slopes, alibi.bias, alibi.mask_positions,
-t5.bucket, t5.bias, deberta.bucket, deberta.index, deberta.scores, and attention through
-``jax.nn.dot_product_attention``. Not ported (not_applicable): rope.longrope_inv_freq, shaw.*,
-transformer_xl.*, resample.*, attention.terms, attention.pipeline.
+t5.bucket, t5.bias, deberta.bucket, deberta.index, deberta.scores, shaw.index, shaw.logits,
+shaw.output, and attention through ``jax.nn.dot_product_attention``. Not ported
+(not_applicable): rope.longrope_inv_freq, transformer_xl.*, resample.*, attention.terms, attention.pipeline.
 
 JAX computes in float32 unless ``jax_enable_x64`` is on, and then it *silently* downcasts a
 requested float64 to float32. So the adapter's dtype follows the flag: ``ADAPTER`` is float64
@@ -453,6 +453,22 @@ def jax_port(dtype: str | None = None) -> Adapter:
     def run_deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         return floats(deberta_scores(checks.deberta_scores(params, inputs), compute, out))
 
+    def run_shaw_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(jnp.asarray(checks.shaw(params, inputs, "shaw.index")["index"]))
+
+    def run_shaw_logits(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.shaw(params, inputs, "shaw.logits")
+        q, k, table = (jnp.asarray(a[n], dtype=out).astype(compute) for n in ("q", "k", "table"))
+        per_distance = q @ table.T  # (Tq, 2K+1)
+        return floats(q @ k.T + jnp.take_along_axis(per_distance, jnp.asarray(a["index"]), axis=1))
+
+    def run_shaw_output(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.shaw(params, inputs, "shaw.output")
+        alpha, v, table = (jnp.asarray(a[n], dtype=out).astype(compute) for n in ("weights", "v", "table"))
+        onehot = jax.nn.one_hot(jnp.asarray(a["index"]), a["rows"], dtype=compute)  # (Tq, Tk, 2K+1)
+        per_distance = jnp.einsum("qk,qkr->qr", alpha, onehot)  # weight of each clipped distance
+        return floats(alpha @ v + per_distance @ table)
+
     def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         # jax.nn.dot_product_attention computes its softmax in float32 whatever the input dtype
         # (jax/_src/nn/functions.py, _dot_product_attention_core: padded_logits.astype(np.float32)),
@@ -466,7 +482,8 @@ def jax_port(dtype: str | None = None) -> Adapter:
            "rope.mrope_cos_sin": run_mrope, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
            "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
            "deberta.bucket": run_deberta_bucket,
-           "deberta.index": run_deberta_index, "deberta.scores": run_deberta_scores, "attention": run_attention}
+           "deberta.index": run_deberta_index, "deberta.scores": run_deberta_scores, "shaw.index": run_shaw_index,
+           "shaw.logits": run_shaw_logits, "shaw.output": run_shaw_output, "attention": run_attention}
     calls = {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}
     calls["attention"] = ("jax.nn.dot_product_attention (implementation='xla') for the output "
                           "(float32/float16/bfloat16; its softmax is float32, so float64 uses the port), "

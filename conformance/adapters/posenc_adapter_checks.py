@@ -362,3 +362,33 @@ def deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
         if arrays[name].shape != shape:
             raise _shape(f"{name} must have shape {shape}, got {arrays[name].shape}")
     return {**arrays, "qp": qp, "kp": kp, "terms": terms, "buckets": buckets, "limit": limit, "clamp": clamp}
+
+
+def shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], op: str) -> dict[str, Any]:
+    """``shaw.*``: K, the clipped table rows ``index`` (Tq, Tk) and the op's checked arrays. Query
+    positions must be among the key positions (self-attention, with memory or a cache)."""
+    k = integer("max_relative_position", params["max_relative_position"], 1)
+    sign = choice("sign", params["sign"], ("key_minus_query", "query_minus_key"))
+    qp, kp = positions("q_positions", inputs["q_positions"]), positions("k_positions", inputs["k_positions"])
+    if qp.ndim != 1 or kp.ndim != 1:
+        raise _shape(f"q_positions and k_positions must be 1-D, got {qp.shape} and {kp.shape}")
+    if not np.isin(qp, kp).all():
+        raise _invalid("every query position must be a key position (cross-attention is not defined)")
+    distance = kp[None, :] - qp[:, None]
+    index = np.clip(-distance if sign == "query_minus_key" else distance, -k, k) + k
+    out: dict[str, Any] = {"index": index, "rows": 2 * k + 1}
+    tq, tk = index.shape
+    if op == "shaw.logits":
+        q, kk = finite_array("q", inputs["q"], ndim=2), finite_array("k", inputs["k"], ndim=2)
+        table = finite_array("rel_keys", inputs["rel_keys"], ndim=2)
+        if q.shape[0] != tq or kk.shape[0] != tk or kk.shape[1] != q.shape[1] or table.shape != (2 * k + 1, q.shape[1]):
+            raise _shape(f"q {q.shape}, k {kk.shape}, rel_keys {table.shape} do not fit Tq={tq}, Tk={tk}, K={k}")
+        out.update(q=q, k=kk, table=table)
+    elif op == "shaw.output":
+        alpha = finite_array("weights", inputs["weights"], ndim=2)
+        v, table = finite_array("v", inputs["v"], ndim=2), finite_array("rel_values", inputs["rel_values"], ndim=2)
+        if alpha.shape != (tq, tk) or v.shape[0] != tk or table.shape != (2 * k + 1, v.shape[1]):
+            raise _shape(f"weights {alpha.shape}, v {v.shape}, rel_values {table.shape} do not fit "
+                         f"Tq={tq}, Tk={tk}, K={k}")
+        out.update(weights=alpha, v=v, table=table)
+    return out
