@@ -54,8 +54,16 @@ def test_jax_port_passes(enabled, dtype):
     with x64(enabled):
         adapter = load_adapter(SPEC)
         adapter = adapter if adapter.dtype == dtype else adapter.at_dtype(dtype)
-        run = run_conformance(adapter, spec="jax", select=_quick)
+        run = run_conformance(adapter, spec="jax", select=_quick, expectations=_expectations(dtype))
     assert run.passed and run.executed >= 30
+
+
+def _expectations(dtype):
+    """The adapter's expectations file at ``dtype`` (conformance/adapters/jax_<dtype>.toml), if any."""
+    from posenc_ref.runner.expectations import load_expectations
+
+    path = Path(SPEC.rsplit(":", 1)[0]).with_name(f"jax_{dtype}.toml")
+    return load_expectations(path) if path.exists() else None
 
 
 def _port():
@@ -67,20 +75,28 @@ def _port():
     return port
 
 
-def test_rope_apply_at_float16_fails_only_by_holding_x_in_float16():
-    """The float16 expectations (x rounded to float16) name a real effect: the same port fed
-    float32-exact x passes the case the expectation covers."""
-    from posenc_ref.runner.expectations import load_expectations
+def test_rope_apply_float16_expectation_names_the_rounding_of_x():
+    """The float16 expectations say the failures come from holding x in float16: the reference's own
+    float64 rotation of the float16-rounded x, rounded once to float16, fails the same case, and the
+    port passes it only as the declared xfail."""
+    from posenc_ref.rope import rope_apply
 
-    path = Path(SPEC.rsplit(":", 1)[0]).with_name("jax_float16.toml")
-    entries = load_expectations(path)
+    class ExactOnRoundedX:
+        name, dtype = "exact-on-float16-x", "float16"
+
+        def run(self, op, params, inputs):
+            x = np.asarray(inputs["x"]).astype(np.float16).astype(np.float64)
+            return rope_apply(x, inputs["positions"], **params).astype(np.float16)
+
+    case = "rope.apply.half.d64.base10000"
+    only = lambda e: e["id"] == case  # noqa: E731
+    assert not run_conformance(ExactOnRoundedX(), spec="exact", select=only).passed
+    entries = _expectations("float16")
     assert entries and all(e.status == "xfail" for e in entries)
     with x64(False):
         adapter = load_adapter(SPEC).at_dtype("float16")
-        case = "rope.apply.half.d64.base10000"
-        run = run_conformance(adapter, spec="jax", select=lambda e: e["id"] == case)
-        assert not run.passed  # without its expectation the case fails
-        run = run_conformance(adapter, spec="jax", select=lambda e: e["id"] == case, expectations=entries)
+        assert not run_conformance(adapter, spec="jax", select=only).passed
+        run = run_conformance(adapter, spec="jax", select=only, expectations=entries)
         assert run.passed and {r.status for r in run.results} == {"xfail"}
 
 
