@@ -11,8 +11,8 @@ when x64 is on and float32 when it is off; ``at_dtype("float64")`` refuses when 
 every run checks the dtype of what JAX returned, so the adapter never claims float64 for
 float32 values. float16 and bfloat16 are computed in float32 and rounded once at the end.
 
-``attention``: the output is ``jax.nn.dot_product_attention(implementation="xla")`` (B, T, N, H
-layout, GQA from the shapes, the bias and the additive mask as ``bias``, causal/window/padding/
+``attention``: the output is ``jax.nn.dot_product_attention(implementation="xla")`` on q, k, v
+held in the adapter's dtype (B, T, N, H layout, GQA from the shapes, the bias and the additive mask as ``bias``, causal/window/padding/
 boolean masks resolved into ``mask``); its fully masked rows hold the mean of V (a finite fill),
 so ``fully_masked="zeros"``/``"nan"`` are applied to them afterwards, as a caller does. It computes
 its softmax in float32 whatever the input dtype (``jax/_src/nn/functions.py``,
@@ -300,10 +300,11 @@ def deberta_scores(a: Mapping[str, Any], compute: Any, out: Any) -> Any:
     return scores / np.sqrt(q.shape[-1] * (1 + len(a["terms"])))
 
 
-def attention(a: Mapping[str, Any], compute: Any, use_library: bool) -> tuple[Any, Any]:
+def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any = None) -> tuple[Any, Any]:
     """(output, weights): the weights by a port of the softmax, the output by
     ``jax.nn.dot_product_attention`` (``use_library``) or by the same port."""
-    q, k, v = (jnp.asarray(a[n], dtype=compute) for n in ("q", "k", "v"))
+    held = held or compute  # the dtype q, k, v and the bias are held in (the adapter's dtype)
+    q, k, v = (jnp.asarray(a[n], dtype=held).astype(compute) for n in ("q", "k", "v"))
     g = a["groups"]
     keep = jnp.asarray(a["keep"])
     logits = jnp.einsum("bhqd,bhkd->bhqk", q, jnp.repeat(k, g, axis=1)) * jnp.asarray(a["scale"], dtype=compute)
@@ -322,10 +323,11 @@ def attention(a: Mapping[str, Any], compute: Any, use_library: bool) -> tuple[An
         weights = jnp.where(empty, 1 / tk, weights)
     if not use_library:
         return jnp.einsum("bhqk,bhkd->bhqd", weights, jnp.repeat(v, g, axis=1)), weights
-    bias = jnp.asarray(a["bias"], dtype=compute) + jnp.asarray(a["additive"], dtype=compute)
+    bias = (jnp.asarray(a["bias"]) + jnp.asarray(a["additive"])).astype(held)
     shape = (q.shape[0], q.shape[1], q.shape[2], tk)
+    qh, kh, vh = (jnp.asarray(a[n], dtype=held) for n in ("q", "k", "v"))  # the library runs at the held dtype
     out = jax.nn.dot_product_attention(  # (B, T, N, H) layout
-        q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3),
+        qh.transpose(0, 2, 1, 3), kh.transpose(0, 2, 1, 3), vh.transpose(0, 2, 1, 3),
         bias=jnp.broadcast_to(bias, shape), mask=jnp.broadcast_to(keep, shape), scale=float(a["scale"]),
         implementation="xla").transpose(0, 2, 1, 3)
     if a["policy"] == "zeros":  # the library fills a fully masked row with the mean of V (a finite fill)
@@ -473,7 +475,8 @@ def jax_port(dtype: str | None = None) -> Adapter:
         # jax.nn.dot_product_attention computes its softmax in float32 whatever the input dtype
         # (jax/_src/nn/functions.py, _dot_product_attention_core: padded_logits.astype(np.float32)),
         # so the float64 adapter computes the output with its own port instead of claiming float64.
-        output, weights = attention(checks.attention(params, inputs), compute, use_library=dtype != "float64")
+        output, weights = attention(checks.attention(params, inputs), compute, use_library=dtype != "float64",
+                                    held=out)
         return floats(output), floats(weights)
 
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
