@@ -12,8 +12,9 @@ every run checks the dtype of what JAX returned, so the adapter never claims flo
 float32 values. float16 and bfloat16 are computed in float32 and rounded once at the end.
 
 ``attention``: the output is ``jax.nn.dot_product_attention(implementation="xla")`` on q, k, v
-held in the adapter's dtype (B, T, N, H layout, GQA from the shapes, the bias and the additive mask as ``bias``, causal/window/padding/
-boolean masks resolved into ``mask``); its fully masked rows hold the mean of V (a finite fill),
+held in the adapter's dtype (B, T, N, H layout, GQA from the shapes, the bias and the additive
+mask as ``bias``, causal/window/padding/boolean masks resolved into ``mask``); its fully masked
+rows hold the mean of V (a finite fill),
 so ``fully_masked="zeros"``/``"nan"`` are applied to them afterwards, as a caller does. It computes
 its softmax in float32 whatever the input dtype (``jax/_src/nn/functions.py``,
 ``_dot_product_attention_core``: ``padded_logits.astype(np.float32)``), so the float64 adapter uses
