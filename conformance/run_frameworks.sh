@@ -52,13 +52,15 @@ for d in float64 float32 float16 bfloat16; do
   check torch-embedding-$d -- $A/torch_adapter.py:EMBEDDING --dtype $d $lib
   check torch-port-$d -- $A/torch_adapter.py:TORCH --dtype $d
 done
-check jax-float64 JAX_ENABLE_X64=1 -- $A/jax_adapter.py:ADAPTER
-for d in float32 float16 bfloat16; do
-  check jax-$d JAX_ENABLE_X64=0 -- $A/jax_adapter.py:ADAPTER --dtype $d
+check jax-float64 JAX_ENABLE_X64=1 -- $A/jax_adapter.py:ADAPTER --expectations $A/jax_float64.toml
+check jax-float32 JAX_ENABLE_X64=0 -- $A/jax_adapter.py:ADAPTER --dtype float32
+for d in float16 bfloat16; do
+  check jax-$d JAX_ENABLE_X64=0 -- $A/jax_adapter.py:ADAPTER --dtype $d --expectations $A/jax_$d.toml
 done
-for d in float64 float32 float16; do
+for d in float64 float32; do
   check onnxruntime-$d -- $A/onnxruntime_adapter.py:ADAPTER --dtype $d
 done
+check onnxruntime-float16 -- $A/onnxruntime_adapter.py:ADAPTER --dtype float16 --expectations $A/onnxruntime_float16.toml
 
 echo "== adapter tests"
 python -m pytest -q -p no:cacheprovider tests/test_adapters_torch.py tests/test_adapters_jax.py \

@@ -1,5 +1,9 @@
-"""JAX adapter: a ``jax.numpy`` port of every current op (sinusoidal.table, sinusoidal.fairseq,
-grid2d.sincos, learned.lookup).
+"""JAX adapter: a ``jax.numpy`` port of sinusoidal.table, sinusoidal.fairseq, grid2d.sincos,
+learned.lookup, rope.inv_freq (every rope_type but longrope), rope.cos_sin, rope.apply, rope.scores
+(with xPos weights), rope.xpos, rope.mrope_cos_sin, alibi.slopes, alibi.bias, alibi.mask_positions,
+t5.bucket, t5.bias, deberta.bucket, deberta.index, deberta.scores, shaw.index, shaw.logits,
+shaw.output, and attention through ``jax.nn.dot_product_attention``. Not ported
+(not_applicable): rope.longrope_inv_freq, transformer_xl.*, resample.*, attention.terms, attention.pipeline.
 
 JAX computes in float32 unless ``jax_enable_x64`` is on, and then it *silently* downcasts a
 requested float64 to float32. So the adapter's dtype follows the flag: ``ADAPTER`` is float64
@@ -7,15 +11,32 @@ when x64 is on and float32 when it is off; ``at_dtype("float64")`` refuses when 
 every run checks the dtype of what JAX returned, so the adapter never claims float64 for
 float32 values. float16 and bfloat16 are computed in float32 and rounded once at the end.
 
+``attention``: the output is ``jax.nn.dot_product_attention(implementation="xla")`` on q, k, v
+held in the adapter's dtype (B, T, N, H layout, GQA from the shapes, the bias and the additive
+mask as ``bias``, causal/window/padding/boolean masks resolved into ``mask``); its fully masked
+rows hold the mean of V (a finite fill),
+so ``fully_masked="zeros"``/``"nan"`` are applied to them afterwards, as a caller does. It computes
+its softmax in float32 whatever the input dtype (``jax/_src/nn/functions.py``,
+``_dot_product_attention_core``: ``padded_logits.astype(np.float32)``), so the float64 adapter uses
+the port's own softmax for the output instead of claiming float64. The weights come from the port.
+
+``t5.bucket`` / ``deberta.*``: the float log ladders as transformers writes them (T5 truncates,
+DeBERTa ceils), in the compute dtype; the scalar logs are Python float64 as in transformers.
+``rope.inv_freq``: scalar bookkeeping (scaled bases, YaRN ramp ends and factors) in Python float64,
+the per-pair arrays in the compute dtype, as transformers does. Bad input is refused by the
+wrapper checks in :mod:`posenc_adapter_checks`.
+
 ``learned.lookup``: JAX indexing never raises; an index past the end reads the last row (the
 ``out_of_range="clamp"`` policy, ``jnp.take(..., mode="clip")``). The ``"error"`` policy is the
 wrapper's check before the lookup (:mod:`posenc_adapter_shared`).
 
 Run::
 
-    JAX_ENABLE_X64=1 posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER       # float64
+    JAX_ENABLE_X64=1 posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER \
+        --expectations conformance/adapters/jax_float64.toml                               # float64
     posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER                        # float32
-    posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER --dtype bfloat16
+    posenc-ref conformance conformance/adapters/jax_adapter.py:ADAPTER --dtype bfloat16 \
+        --expectations conformance/adapters/jax_bfloat16.toml
 
 Needs ``pip install 'posenc-ref[jax]'``.
 """
@@ -31,6 +52,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     require,
@@ -106,6 +128,216 @@ def grid(ys: np.ndarray, xs: np.ndarray, params: Mapping[str, Any], compute: Any
                             jnp.stack([jnp.sin(b), jnp.cos(b)], -1).reshape(shape)], axis=-1)
 
 
+def inv_freq(c: Mapping[str, Any], compute: Any) -> Any:
+    """The (P,) inverse frequencies of one RoPE variant, ``1 / base ** (2i/d)`` in ``compute`` and
+    the per-pair blends in ``compute``; ``c`` holds the scalars (:func:`posenc_adapter_checks.inv_freq`)."""
+    dim, s = c["dim"], c["s"]
+    i = jnp.arange(dim // 2, dtype=compute)
+    w = 1 / jnp.power(jnp.asarray(c["base"], dtype=compute), 2 * i / dim)
+    if c["type"] == "proportional":
+        return jnp.where(i < c["turning"], w, 0) / s
+    if c["type"] == "linear":
+        return w / s
+    if c["type"] == "llama3":
+        wavelength = 2 * np.pi / w
+        smooth = (c["original"] / wavelength - c["low"]) / (c["high"] - c["low"])
+        blended = (1 - smooth) * w / s + smooth * w
+        return jnp.where(wavelength < c["original"] / c["high"], w,
+                         jnp.where(wavelength > c["original"] / c["low"], w / s, blended))
+    if c["type"] == "yarn":
+        low, high = c["ramp"]
+        ramp = jnp.clip((i - low) / (high - low), 0, 1)
+        return w * (1 - ramp) + (w / s) * ramp
+    return w  # default, and ntk_aware / dynamic with their scaled base
+
+
+def cos_sin(pos: np.ndarray, inv_freq: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
+    """``a cos(p w)``, ``a sin(p w)`` (*pos.shape, P or 2P); angles in ``compute``."""
+    angle = jnp.asarray(pos).astype(compute)[..., None] * jnp.asarray(inv_freq, dtype=compute)
+    factor = jnp.asarray(params["attention_factor"], dtype=compute)
+    cos, sin = factor * jnp.cos(angle), factor * jnp.sin(angle)
+    if params["width"] == "full":
+        return jnp.concatenate([cos, cos], -1), jnp.concatenate([sin, sin], -1)
+    if params["width"] == "full_interleaved":
+        return jnp.repeat(cos, 2, axis=-1), jnp.repeat(sin, 2, axis=-1)
+    return cos, sin
+
+
+def rotary_freq(space: int, rd: int, base: float, compute: Any) -> Any:
+    """``base ** (-2i/S)`` for the ``rd/2`` rotated pairs, zero for the rest of the ``S/2``."""
+    i = jnp.arange(space // 2, dtype=compute)
+    return jnp.where(i < rd // 2, jnp.power(jnp.asarray(base, dtype=compute), -(2 * i) / space), 0)
+
+
+def rotate(x: Any, pos: np.ndarray, space: int, rd: int, params: Mapping[str, Any], layout: str,
+           compute: Any) -> Any:
+    """RoPE of x (B, H, T, D) or (B, T, H, D) at positions (B|1, T)."""
+    angle = jnp.asarray(pos).astype(compute)[..., None] * rotary_freq(space, rd, params["base"], compute)
+    angle = angle[:, None] if params["x_layout"] == "BHTD" else angle[:, :, None]
+    factor = jnp.asarray(params["attention_factor"], dtype=compute)
+    cos, sin = factor * jnp.cos(angle), factor * jnp.sin(angle)
+    n = space // 2
+    if layout == "half":
+        u, v = x[..., :n], x[..., n:space]
+    else:
+        u, v = x[..., 0:space:2], x[..., 1:space:2]
+    ru, rv = u * cos - v * sin, u * sin + v * cos
+    if layout == "interleaved":
+        rotated = jnp.stack([ru, rv], axis=-1).reshape(x.shape[:-1] + (space,))
+    else:  # half, and interleaved_to_half (pairs read interleaved, written in half order)
+        rotated = jnp.concatenate([ru, rv], axis=-1)
+    return jnp.concatenate([rotated, x[..., space:]], axis=-1)
+
+
+def scores(q: Any, k: Any, qp: np.ndarray, kp: np.ndarray, space: int, rd: int, params: Mapping[str, Any],
+           compute: Any) -> Any:
+    """``<R(m) q_m, R(n) k_n>`` (B, H, Tq, Tk), with the xPos pair weights when asked."""
+    qr = rotate(q, qp, space, rd, params, params["layout"], compute)
+    kr = rotate(k, kp, space, rd, params, params["layout"], compute)
+    if params["x_layout"] == "BTHD":
+        qr, kr = qr.transpose(0, 2, 1, 3), kr.transpose(0, 2, 1, 3)
+    if params["xpos_scale_base"] is None:
+        return jnp.einsum("bhqd,bhkd->bhqk", qr, kr)
+    n = space // 2
+    zeta = (2 * jnp.arange(n, dtype=compute) + 0.4 * space) / (1.4 * space)
+    offset = (jnp.asarray(qp)[:, :, None] - jnp.asarray(kp)[:, None, :]).astype(compute)
+    weight = zeta ** (offset[:, None, :, :, None] / params["xpos_scale_base"])  # (B|1, 1, Tq, Tk, P)
+    if params["layout"] == "half":
+        pairs = (jnp.einsum("bhqp,bhkp->bhqkp", qr[..., :n], kr[..., :n])
+                 + jnp.einsum("bhqp,bhkp->bhqkp", qr[..., n:space], kr[..., n:space]))
+    else:
+        pairs = (jnp.einsum("bhqp,bhkp->bhqkp", qr[..., 0:space:2], kr[..., 0:space:2])
+                 + jnp.einsum("bhqp,bhkp->bhqkp", qr[..., 1:space:2], kr[..., 1:space:2]))
+    rest = jnp.einsum("bhqd,bhkd->bhqk", qr[..., space:], kr[..., space:])
+    return (pairs * weight).sum(axis=-1) + rest
+
+
+def xpos(q: Any, k: Any, pos: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
+    """xPos: RoPE over the whole head, then q times and k divided by ``zeta ** ((p - c) / B)``."""
+    width = q.shape[-1]
+    t = pos.shape[-1]
+    p = {**params, "attention_factor": 1.0}
+    qr = rotate(q, pos, width, width, p, params["layout"], compute)
+    kr = rotate(k, pos, width, width, p, params["layout"], compute)
+    centre = t // 2 if params["centring"] == "lucidrains" else -(-t // 2)
+    zeta = (2 * jnp.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)
+    power = (jnp.asarray(pos) - centre).astype(compute) / params["scale_base"]  # (B|1, T)
+    power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
+    up = zeta**power
+    if not bool(jnp.isfinite(up).all() & jnp.isfinite(1 / up).all()):
+        raise checks.Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) overflows {compute}")
+    scale = jnp.repeat(up, 2, axis=-1) if params["layout"] == "interleaved" else jnp.concatenate([up, up], -1)
+    return qr * scale, kr / scale
+
+
+def mrope(pos: np.ndarray, stream: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
+    """MRoPE cos/sin: pair ``i`` turns at the position of its own stream."""
+    dim = int(params["dim"])
+    i = jnp.arange(dim // 2, dtype=compute)
+    w = 1 / jnp.power(jnp.asarray(params["base"], dtype=compute), 2 * i / dim)
+    chosen = jnp.moveaxis(jnp.asarray(pos)[stream], 0, -1).astype(compute)  # (..., P)
+    angle = chosen * w
+    cos, sin = jnp.cos(angle), jnp.sin(angle)
+    if params["width"] == "full":
+        return jnp.concatenate([cos, cos], -1), jnp.concatenate([sin, sin], -1)
+    return cos, sin
+
+
+def alibi_bias(q: np.ndarray, k: np.ndarray, slopes: Any, form: str, compute: Any) -> Any:
+    """ALiBi bias (..., H, Tq, Tk) of (..., Tq) and (..., Tk) positions."""
+    i, j = jnp.asarray(q)[..., :, None], jnp.asarray(k)[..., None, :]
+    if form == "relative_causal":
+        signed = j - i
+    elif form == "key_only":
+        signed = jnp.broadcast_to(j, i.shape[:-1] + j.shape[-1:])
+    elif form == "symmetric":
+        signed = -jnp.abs(i - j)
+    else:
+        signed = -jnp.abs(i + (k.shape[-1] - q.shape[-1]) - j)
+    distance = signed.astype(compute)
+    if distance.ndim > 2:
+        distance = distance[..., None, :, :]
+    return slopes[:, None, None] * distance
+
+
+def t5_buckets(rel: Any, limit: int, side: int, direction: str, compute: Any) -> Any:
+    """T5 ``_relative_position_bucket`` in floating point, as T5 computes it (truncating cast)."""
+    rel = jnp.asarray(rel)
+    if direction == "bidirectional":
+        offset, n = jnp.where(rel > 0, side, 0), jnp.abs(rel)
+    else:
+        offset, n = jnp.zeros_like(rel), jnp.maximum(-rel, 0)
+    exact = side // 2
+    large = exact + (jnp.log(n.astype(compute) / exact) / np.log(limit / exact) * (side - exact)).astype(rel.dtype)
+    return offset + jnp.where(n < exact, n, jnp.minimum(large, side - 1))
+
+
+def deberta_buckets(delta: Any, buckets: int, limit: int, clamp: str, compute: Any) -> Any:
+    """DeBERTa v2 ``make_log_bucket_position`` in floating point (ceil of the log ladder)."""
+    delta = jnp.asarray(delta)
+    if clamp == "max_relative_positions":
+        delta = jnp.clip(delta, -(limit - 1), limit - 1)
+    mid = buckets // 2
+    n = jnp.abs(delta)
+    ratio = jnp.log(jnp.maximum(n, mid).astype(compute) / mid) / np.log((limit - 1) / mid) * (mid - 1)
+    return jnp.where(n <= mid, delta, jnp.sign(delta) * (mid + jnp.ceil(ratio).astype(delta.dtype)))
+
+
+def deberta_scores(a: Mapping[str, Any], compute: Any, out: Any) -> Any:
+    """transformers DebertaV2 ``disentangled_attention_bias``: c2p gathers ``q Kr^T`` at
+    ``idx(i - j)``, p2c gathers ``k Qr^T`` at the same ``idx(i - j)``, all over ``sqrt(d (1 + n))``."""
+    q, k, kr, qr = (jnp.asarray(a[n], dtype=out).astype(compute) for n in ("q", "k", "pos_key", "pos_query"))
+    b = a["buckets"]
+    delta = a["qp"][:, None] - a["kp"][None, :]
+    index = jnp.clip(deberta_buckets(delta, b, a["limit"], a["clamp"], compute) + b, 0, 2 * b - 1)  # (Tq, Tk)
+    scores = q @ jnp.swapaxes(k, -1, -2)
+    heads = q.shape[0]
+    if "c2p" in a["terms"]:
+        c2p = q @ jnp.swapaxes(kr, -1, -2)  # (H, Tq, 2b)
+        scores = scores + jnp.take_along_axis(c2p, jnp.broadcast_to(index, (heads,) + index.shape), axis=-1)
+    if "p2c" in a["terms"]:
+        p2c = k @ jnp.swapaxes(qr, -1, -2)  # (H, Tk, 2b)
+        scores = scores + p2c[:, jnp.arange(k.shape[1])[None, :], index]
+    return scores / np.sqrt(q.shape[-1] * (1 + len(a["terms"])))
+
+
+def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any = None) -> tuple[Any, Any]:
+    """(output, weights): the weights by a port of the softmax, the output by
+    ``jax.nn.dot_product_attention`` (``use_library``) or by the same port."""
+    held = held or compute  # the dtype q, k, v and the bias are held in (the adapter's dtype)
+    q, k, v = (jnp.asarray(a[n], dtype=held).astype(compute) for n in ("q", "k", "v"))
+    g = a["groups"]
+    keep = jnp.asarray(a["keep"])
+    logits = jnp.einsum("bhqd,bhkd->bhqk", q, jnp.repeat(k, g, axis=1)) * jnp.asarray(a["scale"], dtype=compute)
+    logits = logits + jnp.asarray(a["bias"], dtype=compute) + jnp.asarray(a["additive"], dtype=compute)
+    logits = jnp.where(keep, logits, -jnp.inf)
+    m = logits.max(axis=-1, keepdims=True)
+    m = jnp.where(jnp.isneginf(m), 0, m)
+    e = jnp.exp(logits - m)
+    total = e.sum(axis=-1, keepdims=True)
+    weights = e / jnp.where(total == 0, 1, total)
+    empty = jnp.asarray(a["empty"])[..., None]
+    tk = k.shape[2]
+    if a["policy"] == "nan":
+        weights = jnp.where(empty, jnp.nan, weights)
+    elif a["policy"] == "uniform":
+        weights = jnp.where(empty, 1 / tk, weights)
+    if not use_library:
+        return jnp.einsum("bhqk,bhkd->bhqd", weights, jnp.repeat(v, g, axis=1)), weights
+    bias = (jnp.asarray(a["bias"]) + jnp.asarray(a["additive"])).astype(held)
+    shape = (q.shape[0], q.shape[1], q.shape[2], tk)
+    qh, kh, vh = (jnp.asarray(a[n], dtype=held) for n in ("q", "k", "v"))  # the library runs at the held dtype
+    out = jax.nn.dot_product_attention(  # (B, T, N, H) layout
+        qh.transpose(0, 2, 1, 3), kh.transpose(0, 2, 1, 3), vh.transpose(0, 2, 1, 3),
+        bias=jnp.broadcast_to(bias, shape), mask=jnp.broadcast_to(keep, shape), scale=float(a["scale"]),
+        implementation="xla").transpose(0, 2, 1, 3)
+    if a["policy"] == "zeros":  # the library fills a fully masked row with the mean of V (a finite fill)
+        out = jnp.where(empty, 0, out)
+    elif a["policy"] == "nan":
+        out = jnp.where(empty, jnp.nan, out)
+    return out, weights
+
+
 def _checked(value: Any, dtype: str) -> np.ndarray:
     """A JAX float array as NumPy, refusing one whose dtype is not the claimed one."""
     if value.dtype != DTYPES[dtype]:
@@ -146,10 +378,123 @@ def jax_port(dtype: str | None = None) -> Adapter:
         weights, rows = validate_lookup(params, inputs)
         return _checked(jnp.take(jnp.asarray(weights, dtype=out), jnp.asarray(rows), axis=0, mode="clip"), dtype)
 
+    def floats(value: Any) -> np.ndarray:
+        return _checked(value.astype(out), dtype)
+
+    def run_inv_freq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+        c = checks.inv_freq(params)
+        return (floats(inv_freq(c, compute)), floats(jnp.asarray([c["a"]], dtype=compute)),
+                floats(jnp.asarray([c["softmax"]], dtype=compute)))
+
+    def run_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        pos, inv_freq = checks.cos_sin(params, inputs)
+        cos, sin = cos_sin(pos, inv_freq, params, compute)
+        return floats(cos), floats(sin)
+
+    def run_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        x, pos, space, rd = checks.rope_apply(params, inputs)
+        return floats(rotate(jnp.asarray(x, dtype=out).astype(compute), pos, space, rd, params, params["layout"],
+                             compute))
+
+    def run_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        q, k, qp, kp, space = checks.rope_scores(params, inputs)
+        rd = space if params["rotary_dim"] is None else int(params["rotary_dim"])  # < S: proportional
+        qx, kx = (jnp.asarray(a, dtype=out).astype(compute) for a in (q, k))
+        return floats(scores(qx, kx, qp, kp, space, rd, params, compute))
+
+    def run_xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        q, k, pos = checks.xpos(params, inputs)
+        qx, kx = (jnp.asarray(a, dtype=out).astype(compute) for a in (q, k))
+        q_rot, k_rot = xpos(qx, kx, pos, params, compute)
+        return floats(q_rot), floats(k_rot)
+
+    def run_mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        cos, sin = mrope(*checks.mrope(params, inputs), params, compute)
+        return floats(cos), floats(sin)
+
+    def run_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        heads, rule, bias_max = checks.alibi(params)
+        return floats(jnp.exp2(-jnp.asarray(checks.alibi_exponents(heads, rule, bias_max), dtype=compute)))
+
+    def run_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        form = checks.choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+        heads, rule, bias_max = checks.alibi(params)
+        q, k = checks.query_key(inputs)
+        slopes = jnp.exp2(-jnp.asarray(checks.alibi_exponents(heads, rule, bias_max), dtype=compute))
+        return floats(alibi_bias(q, k, slopes, form, compute))
+
+    def run_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        mask = jnp.asarray(checks.attention_mask(inputs))
+        return np.asarray((jnp.cumsum(mask, axis=-1) - 1) * mask)
+
+    def run_t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        _, limit, side, direction = checks.t5(params)
+        rel = checks.relative("relative_positions", inputs["relative_positions"])
+        return np.asarray(t5_buckets(rel, limit, side, direction, compute))
+
+    def run_t5_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        buckets, limit, side, direction = checks.t5(params)
+        table = checks.t5_table(params, inputs, buckets)
+        q, k = checks.query_key(inputs)
+        rel = k[..., None, :] - q[..., :, None]
+        index = t5_buckets(rel, limit, side, direction, compute)  # (..., Tq, Tk)
+        values = jnp.take(jnp.asarray(table, dtype=out), index, axis=0)  # (..., Tq, Tk, H)
+        return floats(jnp.moveaxis(values, -1, -3))
+
+    def run_deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        buckets, limit, clamp = checks.deberta(params)
+        delta = checks.relative("relative_positions", inputs["relative_positions"])
+        return np.asarray(deberta_buckets(delta, buckets, limit, clamp, compute))
+
+    def run_deberta_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        buckets, limit, clamp = checks.deberta(params)
+        q, k = checks.query_key(inputs)
+        delta = q[..., :, None] - k[..., None, :]
+        return np.asarray(jnp.clip(deberta_buckets(delta, buckets, limit, clamp, compute) + buckets, 0,
+                                   2 * buckets - 1))
+
+    def run_deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return floats(deberta_scores(checks.deberta_scores(params, inputs), compute, out))
+
+    def run_shaw_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(jnp.asarray(checks.shaw(params, inputs, "shaw.index")["index"]))
+
+    def run_shaw_logits(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.shaw(params, inputs, "shaw.logits")
+        q, k, table = (jnp.asarray(a[n], dtype=out).astype(compute) for n in ("q", "k", "table"))
+        per_distance = q @ table.T  # (Tq, 2K+1)
+        return floats(q @ k.T + jnp.take_along_axis(per_distance, jnp.asarray(a["index"]), axis=1))
+
+    def run_shaw_output(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.shaw(params, inputs, "shaw.output")
+        alpha, v, table = (jnp.asarray(a[n], dtype=out).astype(compute) for n in ("weights", "v", "table"))
+        onehot = jax.nn.one_hot(jnp.asarray(a["index"]), a["rows"], dtype=compute)  # (Tq, Tk, 2K+1)
+        per_distance = jnp.einsum("qk,qkr->qr", alpha, onehot)  # weight of each clipped distance
+        return floats(alpha @ v + per_distance @ table)
+
+    def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        # jax.nn.dot_product_attention computes its softmax in float32 whatever the input dtype
+        # (jax/_src/nn/functions.py, _dot_product_attention_core: padded_logits.astype(np.float32)),
+        # so the float64 adapter computes the output with its own port instead of claiming float64.
+        output, weights = attention(checks.attention(params, inputs), compute, use_library=dtype != "float64",
+                                    held=out)
+        return floats(output), floats(weights)
+
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
-           "learned.lookup": run_lookup}
-    return Adapter("jax-port", f"jax {jax.__version__}", dtype, ops, {op: {} for op in ops},
-                   {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}, jax_port, tuple(DTYPES))
+           "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin,
+           "rope.apply": run_apply, "rope.scores": run_scores, "rope.xpos": run_xpos,
+           "rope.mrope_cos_sin": run_mrope, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
+           "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
+           "deberta.bucket": run_deberta_bucket,
+           "deberta.index": run_deberta_index, "deberta.scores": run_deberta_scores, "shaw.index": run_shaw_index,
+           "shaw.logits": run_shaw_logits, "shaw.output": run_shaw_output, "attention": run_attention}
+    calls = {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}
+    calls["attention"] = ("jax.nn.dot_product_attention (implementation='xla') for the output "
+                          "(float32/float16/bfloat16; its softmax is float32, so float64 uses the port), "
+                          "a jax.numpy softmax port for the weights")
+    capabilities: dict[str, dict[str, tuple[Any, ...]]] = {op: {} for op in ops}
+    capabilities["rope.inv_freq"] = {"rope_type": checks.INV_FREQ_TYPES}  # longrope: not ported
+    return Adapter("jax-port", f"jax {jax.__version__}", dtype, ops, capabilities, calls, jax_port, tuple(DTYPES))
 
 
 ADAPTER = jax_port

@@ -1,8 +1,9 @@
-"""ONNX Runtime adapter: each op as an ONNX graph of primitive operators, run by onnxruntime.
+"""ONNX Runtime adapter: each op as an ONNX graph, run by onnxruntime; the real ``RotaryEmbedding``
+and ``Attention`` operators (opset 23) for rope.apply and attention, primitive operators elsewhere.
 
-Every case builds a small graph with the ``onnx.helper`` API (opset 21) from the case's
-parameters and runs it on the CPU execution provider. Only standard primitive operators are
-used: ``Cast``, ``Add``, ``Mul``, ``Div``, ``Neg``, ``Pow``, ``Sin``, ``Cos``, ``Unsqueeze``,
+Every case builds a small graph with the ``onnx.helper`` API (opset 21, opset 23 for the two real
+operators) from the case's parameters and runs it on the CPU execution provider. The absolute ops
+use ``Cast``, ``Add``, ``Mul``, ``Div``, ``Neg``, ``Pow``, ``Sin``, ``Cos``, ``Unsqueeze``,
 ``Concat``, ``Slice``, ``Reshape``, ``Shape``, ``Equal``, ``Not``, ``CumSum``, ``Gather``,
 ``Min``; the frequencies are computed in the graph (``Pow(base, -e)``), not baked in.
 
@@ -17,14 +18,42 @@ is ``not_applicable`` with onnxruntime's message as the reason, never a pass.
 a generic runtime error, so out-of-range and negative rows are refused by the wrapper first
 (:mod:`posenc_adapter_shared`); ``out_of_range="clamp"`` is ``Min(rows, N - 1)`` in the graph.
 
-Where later ops go: ``rope.*`` will use the opset-23 ``RotaryEmbedding`` operator and
-``attention`` the opset-23 ``Attention`` operator (both reject float64; that will be reported
-as not_applicable by the same start-up probe). Add a builder to ``BUILDERS`` for each.
+``rope.apply`` runs the real ``RotaryEmbedding`` operator (opset 23): ``layout="half"`` is
+``interleaved=0``, ``"interleaved"`` is ``interleaved=1``; ``rotary_dim`` under
+``partial="prefix"`` is ``rotary_embedding_dim``; ``partial="proportional"`` rotates the whole
+head with caches whose frequencies past ``rotary_dim`` are 0; ``x_layout="BTHD"`` is the 3-D input
+(B, T, H*D) with ``num_heads``. The cos/sin caches (B, T, S/2) are built in the graph from the
+positions (``Pow(base, -2i/S)``, attention factor folded in) and cast to the operator's type.
+``interleaved_to_half`` has no form (not_applicable). ``rope.scores`` rotates q and k with one
+``RotaryEmbedding`` node each and multiplies them with ``MatMul``; with ``xpos_scale_base`` set it
+is not_applicable.
+
+``attention`` runs the real ``Attention`` operator (opset 23): 4-D Q/K/V (GQA from the head
+counts), ``scale``, ``is_causal=1``; bottom-right causal alignment with ``Tk > Tq`` passes the
+first ``Tk - Tq`` keys as ``past_key``/``past_value`` (the operator aligns ``is_causal`` to the
+past length); with ``Tq > Tk`` the causal mask goes into ``attn_mask``. Padding, boolean and
+additive masks, the sliding window and the bias form one float ``attn_mask`` (``-inf`` removes).
+The weights are ``qk_matmul_output`` under ``qk_matmul_output_mode=3``. The operator zeroes fully
+masked rows, so ``fully_masked="nan"``/``"uniform"`` are not_applicable.
+
+Neither operator has a float64 kernel in onnxruntime 1.30: the start-up trial run reports both
+as not_applicable at float64, never as a pass. At float16 they take float16 inputs (x, q, k, v and
+the caches), as a float16 model feeds them.
+
+``rope.cos_sin``, ``alibi.*`` (``alibi.mask_positions`` with ``CumSum``), ``t5.bucket``/``t5.bias``
+and ``deberta.*`` are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64
+truncating, ``Where``, ``Gather``, ``Transpose``, ...); the bucket ladders are the float formulas
+of transformers. ``rope.inv_freq`` (every rope_type but longrope): the per-pair arrays in the graph,
+the scalars in Python float64 as transformers keeps them. Not built (not_applicable):
+rope.longrope_inv_freq, rope.xpos,
+rope.mrope_cos_sin, shaw.*, transformer_xl.*, resample.*,
+attention.terms, attention.pipeline.
 
 Run::
 
     posenc-ref conformance conformance/adapters/onnxruntime_adapter.py:ADAPTER
-    posenc-ref conformance conformance/adapters/onnxruntime_adapter.py:ADAPTER --dtype float16
+    posenc-ref conformance conformance/adapters/onnxruntime_adapter.py:ADAPTER --dtype float16 \
+        --expectations conformance/adapters/onnxruntime_float16.toml
 
 Needs ``pip install 'posenc-ref[onnx]'``.
 """
@@ -40,6 +69,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     require,
@@ -108,14 +138,15 @@ class Graph:
             exponent = self.op("Div", k, self.const(float(max(n - 1, 1))))
         return self.op("Pow", self.const(base), self.op("Neg", exponent))
 
-    def model(self, inputs: list[tuple[str, int, int]], outputs: list[tuple[str, str, int, int]]) -> Any:
+    def model(self, inputs: list[tuple[str, int, int]], outputs: list[tuple[str, str, int, int]],
+              opset: int = OPSET) -> Any:
         """The checked model; inputs ``(name, elem type, rank)``, outputs ``(node output, name, type, rank)``."""
         graph = helper.make_graph(
             self.nodes, "posenc", [helper.make_tensor_value_info(n, t, [None] * r) for n, t, r in inputs],
             [helper.make_tensor_value_info(public, t, [None] * r) for _, public, t, r in outputs], self.inits)
         for internal, public, _, _ in outputs:
             graph.node.append(helper.make_node("Identity", [internal], [public]))
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = 10
         onnx.checker.check_model(model)
         return model
@@ -196,7 +227,7 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "sinusoidal.fairseq": build_fairseq,
     "grid2d.sincos": build_grid,
     "learned.lookup": build_lookup,
-    # "rope.apply": RotaryEmbedding (opset 23), "attention": Attention (opset 23): added with those ops.
+    # the relative, RoPE and attention ops are in RUNNERS below
 }
 
 
@@ -234,6 +265,459 @@ def _probe(op: str, dtype: str) -> str | None:
     return None
 
 
+# --- relative, RoPE and attention ops -----------------------------------------------------------
+# Each builder takes the graph and the checked NumPy values and returns (inputs, outputs, opset):
+# inputs as (name, array) fed as given (int64 or the dtype the builder asks for), outputs as
+# (node output, public name, kind) with kind "float" (cast to the adapter dtype) or "int".
+
+I64 = np.int64
+Feeds = list[tuple[str, np.ndarray]]
+Outs = list[tuple[str, str, str]]
+
+
+def _execute(g: Graph, feeds: Feeds, outputs: Outs, dtype: str, opset: int = OPSET) -> dict[str, np.ndarray]:
+    """Build, check and run the model; float outputs are cast to ``dtype``."""
+    elem = {np.dtype(np.int64): TensorProto.INT64, np.dtype(np.bool_): TensorProto.BOOL,
+            **{np.dtype(NUMPY[d]): ELEM[d] for d in ELEM}}
+    finals = [(g.cast(node, dtype), public, ELEM[dtype]) if kind == "float" else (node, public, TensorProto.INT64)
+              for node, public, kind in outputs]
+    model = g.model([(name, elem[value.dtype], value.ndim) for name, value in feeds],
+                    [(node, public, t, 0) for node, public, t in finals], opset)
+    for out in model.graph.output:  # ranks are not fixed: drop the rank-0 shapes given above
+        out.type.tensor_type.ClearField("shape")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # onnxruntime 1.30 infers qk_matmul_output's last axis as 0 and warns
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    result = session.run([public for _, public, _ in finals], dict(feeds))
+    return {public: value for (_, public, _), value in zip(finals, result)}
+
+
+def _int(g: Graph, x: str) -> str:
+    """``Cast(x, int64)``: truncates floats toward zero."""
+    return g.op("Cast", x, to=TensorProto.INT64)
+
+
+def build_inv_freq(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    """``1 / Pow(base, 2i/d)`` and each variant's per-pair blend in the graph; the scalars (scaled
+    bases, band edges, YaRN ramp ends and factors) are Python float64, as transformers keeps them."""
+    c = checks.inv_freq(params)
+    dim, s = c["dim"], c["s"]
+    i = g.const(np.arange(dim // 2))
+    w = g.op("Div", g.const(1.0), g.op("Pow", g.const(c["base"]), g.op("Div", g.op("Mul", i, g.const(2.0)),
+                                                                         g.const(float(dim)))))
+    scaled = g.op("Div", w, g.const(s))
+    if c["type"] == "proportional":
+        w = g.op("Div", g.op("Where", g.op("Less", i, g.const(float(c["turning"]))), w, g.const(0.0)), g.const(s))
+    elif c["type"] == "linear":
+        w = scaled
+    elif c["type"] == "llama3":
+        wavelength = g.op("Div", g.const(2 * np.pi), w)
+        smooth = g.op("Div", g.op("Sub", g.op("Div", g.const(float(c["original"])), wavelength), g.const(c["low"])),
+                      g.const(c["high"] - c["low"]))
+        blended = g.op("Add", g.op("Mul", g.op("Sub", g.const(1.0), smooth), scaled), g.op("Mul", smooth, w))
+        long = g.op("Where", g.op("Greater", wavelength, g.const(c["original"] / c["low"])), scaled, blended)
+        w = g.op("Where", g.op("Less", wavelength, g.const(c["original"] / c["high"])), w, long)
+    elif c["type"] == "yarn":
+        low, high = c["ramp"]
+        ramp = g.op("Clip", g.op("Div", g.op("Sub", i, g.const(low)), g.const(high - low)), g.const(0.0),
+                    g.const(1.0))
+        w = g.op("Add", g.op("Mul", w, g.op("Sub", g.const(1.0), ramp)), g.op("Mul", scaled, ramp))
+    factor, softmax = g.op("Identity", g.const([c["a"]])), g.op("Identity", g.const([c["softmax"]]))
+    return [], [(w, "inv_freq", "float"), (factor, "attention_factor", "float"), (softmax, "softmax_scale", "float")]
+
+
+def _angles(g: Graph, positions: str, inv_freq: str) -> str:
+    """``Cast(p) * w`` over a new last axis."""
+    return g.op("Mul", g.unsqueeze_last(g.cast(positions, g.compute)), inv_freq)
+
+
+def build_cos_sin(g: Graph, params: Mapping[str, Any], pos: np.ndarray, inv_freq: np.ndarray) -> tuple[Feeds, Outs]:
+    angle = _angles(g, "positions", g.cast("inv_freq", g.compute))
+    factor = g.const(float(params["attention_factor"]))
+    cos, sin = g.op("Mul", g.op("Cos", angle), factor), g.op("Mul", g.op("Sin", angle), factor)
+    if params["width"] == "full":
+        cos, sin = g.op("Concat", cos, cos, axis=-1), g.op("Concat", sin, sin, axis=-1)
+    elif params["width"] == "full_interleaved":
+        shape = g.op("Concat", g.op("Shape", "positions"), g.const([2 * inv_freq.shape[0]], I64), axis=0)
+        cos, sin = (g.op("Reshape", g.op("Concat", g.unsqueeze_last(t), g.unsqueeze_last(t), axis=-1), shape)
+                    for t in (cos, sin))
+    return [("positions", pos), ("inv_freq", inv_freq)], [(cos, "cos", "float"), (sin, "sin", "float")]
+
+
+def _slopes(g: Graph, params: Mapping[str, Any]) -> str:
+    """``Pow(2, -x_h)`` (H,), the exponents exact from :func:`posenc_adapter_checks.alibi_exponents`."""
+    heads, rule, bias_max = checks.alibi(params)
+    return g.op("Pow", g.const(2.0), g.op("Neg", g.const(checks.alibi_exponents(heads, rule, bias_max))))
+
+
+def build_slopes(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    return [], [(_slopes(g, params), "slopes", "float")]
+
+
+def _pairs(g: Graph, q: str, k: str) -> tuple[str, str]:
+    """``i`` (..., Tq, 1) and ``j`` (..., 1, Tk)."""
+    return g.unsqueeze_last(q), g.op("Unsqueeze", k, g.const([-2], I64))
+
+
+def build_alibi(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray) -> tuple[Feeds, Outs]:
+    i, j = _pairs(g, "query_positions", "key_positions")
+    form = params["form"]
+    if form == "relative_causal":
+        signed = g.op("Sub", j, i)
+    elif form == "key_only":
+        signed = g.op("Add", g.op("Mul", i, g.const(0, I64)), j)
+    elif form == "symmetric":
+        signed = g.op("Neg", g.op("Abs", g.op("Sub", i, j)))
+    else:
+        shifted = g.op("Add", i, g.const(k.shape[-1] - q.shape[-1], I64))
+        signed = g.op("Neg", g.op("Abs", g.op("Sub", shifted, j)))
+    distance = g.cast(signed, g.compute)
+    if q.ndim > 1:
+        distance = g.op("Unsqueeze", distance, g.const([-3], I64))
+    slopes = g.op("Reshape", _slopes(g, params), g.const([-1, 1, 1], I64))
+    return [("query_positions", q), ("key_positions", k)], [(g.op("Mul", slopes, distance), "bias", "float")]
+
+
+def build_mask_positions(g: Graph, params: Mapping[str, Any], mask: np.ndarray) -> tuple[Feeds, Outs]:
+    """BLOOM's ``(cumsum(mask) - 1) * mask`` with ``CumSum`` over the last axis."""
+    counted = g.op("Sub", g.op("CumSum", "attention_mask", g.const(-1, I64)), g.const(1, I64))
+    return [("attention_mask", mask)], [(g.op("Mul", counted, "attention_mask"), "positions", "int")]
+
+
+def _t5_buckets(g: Graph, rel: str, limit: int, side: int, direction: str) -> str:
+    """T5 ``_relative_position_bucket`` as transformers writes it: float log ladder, truncating cast."""
+    exact = side // 2
+    if direction == "bidirectional":
+        offset = g.op("Mul", _int(g, g.op("Greater", rel, g.const(0, I64))), g.const(side, I64))
+        n = g.op("Abs", rel)
+    else:
+        offset = g.const(0, I64)
+        n = g.op("Max", g.op("Neg", rel), g.const(0, I64))
+    ratio = g.op("Div", g.op("Log", g.op("Div", g.cast(g.op("Max", n, g.const(exact, I64)), g.compute),
+                                          g.const(float(exact)))), g.const(float(np.log(limit / exact))))
+    large = g.op("Add", g.const(exact, I64), _int(g, g.op("Mul", ratio, g.const(float(side - exact)))))
+    large = g.op("Min", large, g.const(side - 1, I64))
+    return g.op("Add", offset, g.op("Where", g.op("Less", n, g.const(exact, I64)), n, large))
+
+
+def build_t5_bucket(g: Graph, params: Mapping[str, Any], rel: np.ndarray) -> tuple[Feeds, Outs]:
+    _, limit, side, direction = checks.t5(params)
+    return [("relative_positions", rel)], [(_t5_buckets(g, "relative_positions", limit, side, direction),
+                                            "buckets", "int")]
+
+
+def build_t5_bias(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray,
+                  table: np.ndarray) -> tuple[Feeds, Outs]:
+    _, limit, side, direction = checks.t5(params)
+    i, j = _pairs(g, "query_positions", "key_positions")
+    buckets = _t5_buckets(g, g.op("Sub", j, i), limit, side, direction)  # (..., Tq, Tk)
+    gathered = g.op("Gather", g.cast("table", g.compute), buckets, axis=0)  # (..., Tq, Tk, H)
+    rank = q.ndim + 2
+    perm = list(range(rank - 3)) + [rank - 1, rank - 3, rank - 2]
+    feeds = [("query_positions", q), ("key_positions", k), ("table", table)]
+    return feeds, [(g.op("Transpose", gathered, perm=perm), "bias", "float")]
+
+
+def _deberta_buckets(g: Graph, delta: str, buckets: int, limit: int, clamp: str) -> str:
+    """transformers ``make_log_bucket_position``: ceil of the float log ladder, signed."""
+    if clamp == "max_relative_positions":
+        delta = g.op("Clip", delta, g.const(-(limit - 1), I64), g.const(limit - 1, I64))
+    mid = buckets // 2
+    n = g.op("Abs", delta)
+    ratio = g.op("Div", g.op("Log", g.op("Div", g.cast(g.op("Max", n, g.const(mid, I64)), g.compute),
+                                          g.const(float(mid)))), g.const(float(np.log((limit - 1) / mid))))
+    ladder = _int(g, g.op("Ceil", g.op("Mul", ratio, g.const(float(mid - 1)))))
+    signed = g.op("Mul", g.op("Sign", delta), g.op("Add", ladder, g.const(mid, I64)))
+    return g.op("Where", g.op("LessOrEqual", n, g.const(mid, I64)), delta, signed)
+
+
+def build_deberta_bucket(g: Graph, params: Mapping[str, Any], rel: np.ndarray) -> tuple[Feeds, Outs]:
+    buckets, limit, clamp = checks.deberta(params)
+    return [("relative_positions", rel)], [(_deberta_buckets(g, "relative_positions", buckets, limit, clamp),
+                                            "buckets", "int")]
+
+
+def build_deberta_index(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray) -> tuple[Feeds, Outs]:
+    buckets, limit, clamp = checks.deberta(params)
+    i, j = _pairs(g, "query_positions", "key_positions")
+    bucket = _deberta_buckets(g, g.op("Sub", i, j), buckets, limit, clamp)
+    index = g.op("Clip", g.op("Add", bucket, g.const(buckets, I64)), g.const(0, I64), g.const(2 * buckets - 1, I64))
+    return [("query_positions", q), ("key_positions", k)], [(index, "index", "int")]
+
+
+def build_deberta_scores(g: Graph, a: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    """DebertaV2 disentangled logits: ``q k^T``, c2p ``GatherElements(q Kr^T, idx)``, p2c
+    ``GatherElements(k Qr^T, idx^T)`` transposed back (both at ``idx(i - j)``), over ``sqrt(d (1 + n))``."""
+    b = a["buckets"]
+    i, j = _pairs(g, "query_positions", "key_positions")
+    bucket = _deberta_buckets(g, g.op("Sub", i, j), b, a["limit"], a["clamp"])
+    index = g.op("Clip", g.op("Add", bucket, g.const(b, I64)), g.const(0, I64), g.const(2 * b - 1, I64))  # (Tq, Tk)
+    q, k, kr, qr = (g.cast(n, g.compute) for n in ("q", "k", "pos_key", "pos_query"))
+    heads, tq, dim = a["q"].shape
+    tk = a["k"].shape[1]
+    scores = g.op("MatMul", q, g.op("Transpose", k, perm=[0, 2, 1]))
+    if "c2p" in a["terms"]:
+        c2p = g.op("MatMul", q, g.op("Transpose", kr, perm=[0, 2, 1]))  # (H, Tq, 2b)
+        where = g.op("Expand", index, g.const([heads, tq, tk], I64))
+        scores = g.op("Add", scores, g.op("GatherElements", c2p, where, axis=2))
+    if "p2c" in a["terms"]:
+        p2c = g.op("MatMul", k, g.op("Transpose", qr, perm=[0, 2, 1]))  # (H, Tk, 2b)
+        where = g.op("Expand", g.op("Transpose", index, perm=[1, 0]), g.const([heads, tk, tq], I64))
+        gathered = g.op("GatherElements", p2c, where, axis=2)  # (H, Tk, Tq): row j, column i
+        scores = g.op("Add", scores, g.op("Transpose", gathered, perm=[0, 2, 1]))
+    scores = g.op("Div", scores, g.const(float(np.sqrt(dim * (1 + len(a["terms"]))))))
+    feeds = [("query_positions", a["qp"]), ("key_positions", a["kp"])] + [
+        (n, a[n]) for n in ("q", "k", "pos_key", "pos_query")]
+    return feeds, [(scores, "scores", "float")]
+
+
+ROPE_OPSET = ATTENTION_OPSET = 23
+
+
+def _rotary(g: Graph, params: Mapping[str, Any], x: str, shape: tuple[int, ...], positions: str, t: int,
+            space: int, rd: int) -> str:
+    """One real ``RotaryEmbedding`` (opset 23) node on ``x``: cos/sin caches (B, T, S/2) built in the
+    graph from the positions (no ``position_ids``), ``interleaved`` = layout,
+    ``rotary_embedding_dim`` = S (prefix: rotary_dim; proportional: the head dim, with frequency 0
+    past rotary_dim); ``x_layout="BTHD"`` is the 3-D (B, T, H*D) input with ``num_heads``."""
+    batch = shape[0]
+    i = np.arange(space // 2, dtype=np.float64)
+    exponent = g.const(np.where(i < rd // 2, 2.0 * i / space, 0.0))
+    inv_freq = g.op("Mul", g.op("Pow", g.const(float(params["base"])), g.op("Neg", exponent)),
+                    g.const((i < rd // 2).astype(np.float64)))  # (S/2,)
+    angle = _angles(g, g.op("Expand", positions, g.const([batch, t], I64)), inv_freq)  # (B, T, S/2)
+    factor = g.const(float(params["attention_factor"]))
+    cos = g.cast(g.op("Mul", g.op("Cos", angle), factor), g.x_dtype)
+    sin = g.cast(g.op("Mul", g.op("Sin", angle), factor), g.x_dtype)
+    attrs = {"interleaved": int(params["layout"] == "interleaved"), "rotary_embedding_dim": space}
+    if params["x_layout"] == "BHTD":
+        return g.op("RotaryEmbedding", x, cos, sin, **attrs)
+    flat = g.op("Reshape", x, g.const([batch, t, -1], I64))
+    return g.op("Reshape", g.op("RotaryEmbedding", flat, cos, sin, num_heads=shape[2], **attrs),
+                g.const(list(shape), I64))
+
+
+def build_rope_apply(g: Graph, params: Mapping[str, Any], x: np.ndarray, pos: np.ndarray, space: int,
+                     rd: int) -> tuple[Feeds, Outs]:
+    """``rope.apply``: one ``RotaryEmbedding`` node (:func:`_rotary`)."""
+    y = _rotary(g, params, "x", x.shape, "positions", pos.shape[-1], space, rd)
+    return [("x", x), ("positions", pos)], [(y, "y", "float")]
+
+
+def build_rope_scores(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray, qp: np.ndarray,
+                      kp: np.ndarray, space: int, rd: int) -> tuple[Feeds, Outs]:
+    """``rope.scores`` without xPos: q and k each through ``RotaryEmbedding`` at their own
+    positions, then ``MatMul(q, k^T)`` in (B, H, T, D) order."""
+    qr = _rotary(g, params, "q", q.shape, "q_positions", qp.shape[-1], space, rd)
+    kr = _rotary(g, params, "k", k.shape, "k_positions", kp.shape[-1], space, rd)
+    if params["x_layout"] == "BTHD":
+        qr, kr = g.op("Transpose", qr, perm=[0, 2, 1, 3]), g.op("Transpose", kr, perm=[0, 2, 1, 3])
+    scores = g.op("MatMul", qr, g.op("Transpose", kr, perm=[0, 1, 3, 2]))
+    return [("q", q), ("k", k), ("q_positions", qp), ("k_positions", kp)], [(scores, "scores", "float")]
+
+
+def build_attention(g: Graph, params: Mapping[str, Any], a: Mapping[str, Any], causal: str,
+                    past: int) -> tuple[Feeds, Outs]:
+    """The real ``Attention`` (opset 23) with 4-D Q (B, H, Tq, D), K/V (B, Hkv, Tk, D) (GQA from the
+    shapes), ``scale``, ``is_causal`` (``causal="op"``) and one float ``attn_mask`` holding the bias,
+    the additive mask and ``-inf`` where the padding, boolean mask or window removes a key (and the
+    causal mask itself when ``causal`` is not ``"op"``). ``past > 0`` feeds the first ``past`` keys as
+    ``past_key``/``past_value``, which moves ``is_causal`` to bottom-right alignment. The weights
+    are ``qk_matmul_output`` with ``qk_matmul_output_mode=3`` (after the softmax)."""
+    dt = g.x_dtype
+    keep = a["keep_nc"] if causal == "op" else a["keep"]
+    mask = (np.asarray(a["bias"]) + np.asarray(a["additive"])) + np.where(keep, 0.0, -np.inf)
+    k, v = a["k"], a["v"]
+    feeds = [("q", a["q"].astype(NUMPY[dt])), ("k", k[:, :, past:].astype(NUMPY[dt])),
+             ("v", v[:, :, past:].astype(NUMPY[dt])), ("attn_mask", mask.astype(NUMPY[dt]))]
+    inputs = ["q", "k", "v", "attn_mask"]
+    if past:
+        feeds += [("past_key", k[:, :, :past].astype(NUMPY[dt])), ("past_value", v[:, :, :past].astype(NUMPY[dt]))]
+        inputs += ["past_key", "past_value"]
+    out, weights = g._name("y"), g._name("w")
+    present = [g._name("present_key"), g._name("present_value")] if past else ["", ""]  # ORT needs them with a past
+    g.nodes.append(helper.make_node("Attention", inputs, [out, *present, weights], scale=float(a["scale"]),
+                                    is_causal=int(causal == "op"), qk_matmul_output_mode=3))
+    return feeds, [(out, "output", "float"), (weights, "weights", "float")]
+
+
+def _structural(params: Mapping[str, Any], a: Mapping[str, Any]) -> tuple[str, int]:
+    """How the case's causal mask is expressed: ``(causal, past)`` with causal ``"none"``, ``"op"``
+    (``is_causal=1``) or ``"mask"`` (in ``attn_mask``: bottom-right with Tq > Tk, where
+    ``is_causal`` would need a negative past length)."""
+    tq, tk = a["q"].shape[2], a["k"].shape[2]
+    if not params["causal"]:
+        return "none", 0
+    if params["alignment"] == "top_left" or tq == tk:
+        return "op", 0
+    if tk > tq:
+        return "op", tk - tq  # bottom-right: the extra keys are the cache
+    return "mask", 0
+
+
+def _probe_new(op: str, dtype: str) -> str | None:
+    """``None`` when onnxruntime runs the op's graph at ``dtype`` (a trial run), else its message."""
+    x = np.linspace(-1, 1, 16).reshape(1, 2, 2, 4)
+    trial: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]] = {
+        "rope.inv_freq": ({"dim": 8, "base": 10000.0, "rope_type": "yarn", "factor": 4.0, "original_max_position": 64,
+                           "context_length": None, "low_freq_factor": None, "high_freq_factor": None,
+                           "beta_fast": None, "beta_slow": None, "mscale": None, "mscale_all_dim": None,
+                           "attention_factor": None, "truncate": True, "partial_rotary_factor": 1.0,
+                           "dynamic_convention": "transformers", "yarn_convention": "transformers"}, {}),
+        "rope.cos_sin": ({"width": "full", "attention_factor": 1.0},
+                         {"positions": np.arange(2), "inv_freq": np.array([1.0, 0.5])}),
+        "rope.apply": ({"base": 10000.0, "rotary_dim": None, "partial": "prefix", "layout": "half",
+                        "x_layout": "BHTD", "attention_factor": 1.0}, {"x": x, "positions": np.arange(2)}),
+        "rope.scores": ({"base": 10000.0, "rotary_dim": None, "partial": "prefix", "layout": "half",
+                         "x_layout": "BHTD", "attention_factor": 1.0, "xpos_scale_base": None},
+                        {"q": x, "k": x, "q_positions": np.arange(2), "k_positions": np.arange(2)}),
+        "alibi.slopes": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0}, {}),
+        "alibi.bias": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0, "form": "relative_causal"},
+                       {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
+        "alibi.mask_positions": ({}, {"attention_mask": np.array([[0, 1, 1]])}),
+        "t5.bucket": ({"num_buckets": 32, "max_distance": 128, "direction": "bidirectional"},
+                      {"relative_positions": np.arange(-3, 3)}),
+        "t5.bias": ({"num_buckets": 32, "max_distance": 128, "direction": "bidirectional",
+                     "table_layout": "buckets_heads"},
+                    {"query_positions": np.arange(2), "key_positions": np.arange(2), "table": np.zeros((32, 2))}),
+        "deberta.bucket": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none"},
+                           {"relative_positions": np.arange(-3, 3)}),
+        "deberta.index": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none"},
+                          {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
+        "deberta.scores": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none",
+                            "pos_att_type": "c2p|p2c"},
+                           {"query_positions": np.arange(2), "key_positions": np.arange(2), "q": x[0],
+                            "k": x[0], "pos_key": np.zeros((2, 16, 4)), "pos_query": np.zeros((2, 16, 4))}),
+        "attention": ({"scale": None, "causal": True, "alignment": "bottom_right", "window": None,
+                       "fully_masked": "zeros"},
+                      {"q": x, "k": x, "v": x, "mask": np.ones((1, 1, 1, 1), dtype=bool),
+                       "key_padding_mask": np.ones((1, 2), dtype=bool), "bias": np.zeros((1, 1, 1, 1))}),
+    }
+    params, inputs = trial[op]
+    try:
+        RUNNERS[op](params, inputs, dtype)
+    except (ort.capi.onnxruntime_pybind11_state.NotImplemented,
+            ort.capi.onnxruntime_pybind11_state.InvalidGraph) as exc:
+        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
+    except ort.capi.onnxruntime_pybind11_state.Fail as exc:
+        if dtype != "float64":
+            raise
+        # Attention has no double kernel; onnxruntime then expands the operator's function body,
+        # whose float constants do not type-check against double inputs
+        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
+    return None
+
+
+def _graph(dtype: str) -> Graph:
+    g = Graph("float64" if dtype == "float64" else "float32")
+    g.x_dtype = dtype  # what the real RotaryEmbedding / Attention operators take and return
+    return g
+
+
+def run_inv_freq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_inv_freq(g, params), dtype)
+
+
+def run_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_cos_sin(g, params, *checks.cos_sin(params, inputs)), dtype)
+
+
+def run_rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    x, pos, space, rd = checks.rope_apply(params, inputs)
+    g = _graph(dtype)
+    feeds, outs = build_rope_apply(g, params, x.astype(NUMPY[dtype]), pos, space, rd)
+    return _execute(g, feeds, outs, dtype, ROPE_OPSET)
+
+
+def run_rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                    dtype: str) -> dict[str, np.ndarray]:
+    q, k, qp, kp, space = checks.rope_scores(params, inputs)
+    rd = space if params["rotary_dim"] is None else int(params["rotary_dim"])  # < S: proportional
+    g = _graph(dtype)
+    feeds, outs = build_rope_scores(g, params, q.astype(NUMPY[dtype]), k.astype(NUMPY[dtype]), qp, kp, space, rd)
+    return _execute(g, feeds, outs, dtype, ROPE_OPSET)
+
+
+def run_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_slopes(g, params), dtype)
+
+
+def run_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    checks.choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+    checks.alibi(params)
+    g = _graph(dtype)
+    return _execute(g, *build_alibi(g, params, *checks.query_key(inputs)), dtype)
+
+
+def run_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                       dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_mask_positions(g, params, checks.attention_mask(inputs)), dtype)
+
+
+def run_t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    checks.t5(params)
+    g = _graph(dtype)
+    rel = checks.relative("relative_positions", inputs["relative_positions"])
+    return _execute(g, *build_t5_bucket(g, params, rel), dtype)
+
+
+def run_t5_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    buckets, _, _, _ = checks.t5(params)
+    table = checks.t5_table(params, inputs, buckets)
+    q, k = checks.query_key(inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_t5_bias(g, params, q, k, table), dtype)
+
+
+def run_deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                       dtype: str) -> dict[str, np.ndarray]:
+    checks.deberta(params)
+    g = _graph(dtype)
+    rel = checks.relative("relative_positions", inputs["relative_positions"])
+    return _execute(g, *build_deberta_bucket(g, params, rel), dtype)
+
+
+def run_deberta_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                      dtype: str) -> dict[str, np.ndarray]:
+    checks.deberta(params)
+    q, k = checks.query_key(inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_deberta_index(g, params, q, k), dtype)
+
+
+def run_deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                       dtype: str) -> dict[str, np.ndarray]:
+    a = checks.deberta_scores(params, inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_deberta_scores(g, a), dtype)
+
+
+def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    a = checks.attention(params, inputs)
+    g = _graph(dtype)
+    feeds, outs = build_attention(g, params, a, *_structural(params, a))
+    return _execute(g, feeds, outs, dtype, ATTENTION_OPSET)
+
+
+RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]] = {
+    "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply,
+    "rope.scores": run_rope_scores,
+    "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
+    "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
+    "deberta.bucket": run_deberta_bucket, "deberta.scores": run_deberta_scores,
+    "deberta.index": run_deberta_index, "attention": run_attention,
+}
+CALLS = {op: f"ONNX graph of primitive operators ({fn.__name__}), opset {OPSET}" for op, fn in RUNNERS.items()}
+CALLS["rope.apply"] = f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), cos/sin caches built in the graph"
+CALLS["rope.scores"] = f"two ONNX RotaryEmbedding operators (opset {ROPE_OPSET}) and MatMul (no xPos)"
+CALLS["attention"] = (f"the ONNX Attention operator (opset {ATTENTION_OPSET}): is_causal, past_key/past_value for "
+                      "bottom-right alignment, a float attn_mask, qk_matmul_output_mode=3 for the weights")
+
+
 class OnnxRuntimeAdapter(Adapter):
     """The ONNX graphs at one dtype; ops whose graph onnxruntime refuses are not_applicable."""
 
@@ -241,16 +725,36 @@ class OnnxRuntimeAdapter(Adapter):
         if dtype not in ELEM:
             raise ValueError(f"onnxruntime adapter: dtype {dtype!r} is not offered (float64, float32, float16)")
         self.refused = {op: reason for op in BUILDERS if (reason := _probe(op, dtype))}
-        ops = {"sinusoidal.table": self._table, "sinusoidal.fairseq": self._fairseq, "grid2d.sincos": self._grid,
-               "learned.lookup": self._lookup}
+        self.refused.update({op: reason for op in RUNNERS if (reason := _probe_new(op, dtype))})
+        ops: dict[str, Callable[..., Any]] = {
+            "sinusoidal.table": self._table, "sinusoidal.fairseq": self._fairseq, "grid2d.sincos": self._grid,
+            "learned.lookup": self._lookup}
+        ops.update({op: self._runner(fn) for op, fn in RUNNERS.items()})
+        calls = {op: f"ONNX graph ({BUILDERS[op].__name__}), opset {OPSET}" for op in BUILDERS}
         super().__init__("onnxruntime-graphs", f"onnxruntime {ort.__version__}, onnx {onnx.__version__}", dtype, ops,
-                         {op: {} for op in ops}, {op: f"ONNX graph ({BUILDERS[op].__name__}), opset {OPSET}"
-                                                  for op in ops}, OnnxRuntimeAdapter, tuple(ELEM))
+                         {op: {} for op in ops}, {**calls, **CALLS}, OnnxRuntimeAdapter, tuple(ELEM))
+
+    def _runner(self, fn: Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]
+                ) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray]], dict[str, np.ndarray]]:
+        return lambda params, inputs: fn(params, inputs, self.dtype)
 
     def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
-        if op not in BUILDERS:
+        if op not in BUILDERS and op not in RUNNERS:
             return f"{op} has no ONNX graph yet"
-        return self.refused.get(op) or True
+        if op in self.refused:
+            return self.refused[op]
+        if op == "rope.inv_freq" and params.get("rope_type") == "longrope":
+            return "rope_type='longrope' has no graph (its factor lists are not inputs of rope.inv_freq cases)"
+        if op == "attention" and params.get("fully_masked") in ("nan", "uniform"):
+            return ("the Attention operator has one fully-masked-row behaviour, zeros (onnx/onnx#8068); "
+                    f"fully_masked={params['fully_masked']!r} has no form")
+        xpos = params.get("xpos_scale_base")
+        if op == "rope.scores" and xpos is not None and np.isfinite(float(xpos)) and float(xpos) > 0:
+            return "the xPos pair weights have no RotaryEmbedding form (xpos_scale_base is set)"
+        if op == "rope.apply" and params.get("layout") == "interleaved_to_half":
+            return ("RotaryEmbedding reads and writes pairs in one layout (interleaved=0 or 1); "
+                    "interleaved_to_half has no form")
+        return True
 
     def _table(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         rows, p = validate_table(params, inputs)

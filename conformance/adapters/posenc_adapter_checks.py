@@ -1,0 +1,398 @@
+"""Precondition checks of the relative and attention ops for the JAX and ONNX Runtime adapters.
+
+NumPy only and independent of posenc_ref, like :mod:`posenc_adapter_shared`: the framework
+kernels do not validate (they broadcast, wrap or return NaN), so these are the wrapper a user
+of the framework would write. Each raises :class:`~posenc_adapter_shared.Rejected` with the
+corpus's error category. Shape letters: ``B`` batch, ``H`` heads, ``T`` positions, ``D`` head dim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from posenc_adapter_shared import Rejected, base_value, choice, integer, positions
+
+
+def _invalid(message: str) -> Rejected:
+    return Rejected("invalid_argument", message)
+
+
+def _shape(message: str) -> Rejected:
+    return Rejected("invalid_shape", message)
+
+
+def positive(name: str, value: Any) -> float:
+    number = float(value)
+    if not np.isfinite(number) or number <= 0:
+        raise _invalid(f"{name} must be finite and > 0, got {value!r}")
+    return number
+
+
+def finite_array(name: str, value: Any, ndim: int | None = None) -> np.ndarray:
+    array = np.asarray(value, dtype=np.float64)
+    if ndim is not None and array.ndim != ndim:
+        raise _shape(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+    if array.size == 0:
+        raise _shape(f"{name} must not be empty, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise _invalid(f"{name} must be finite")
+    return array
+
+
+def query_key(inputs: Mapping[str, np.ndarray], q_name: str = "query_positions",
+              k_name: str = "key_positions") -> tuple[np.ndarray, np.ndarray]:
+    """(..., Tq) and (..., Tk) positions >= 0 with equal leading shapes."""
+    q, k = positions(q_name, inputs[q_name]), positions(k_name, inputs[k_name])
+    if q.ndim == 0 or k.ndim == 0 or q.shape[:-1] != k.shape[:-1]:
+        raise _shape(f"{q_name} and {k_name} must share their leading shape, got {q.shape} and {k.shape}")
+    return q, k
+
+
+def cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``rope.cos_sin``: positions (int64) and inv_freq (P,)."""
+    choice("width", params["width"], ("half", "full", "full_interleaved"))
+    positive("attention_factor", params["attention_factor"])
+    return positions("positions", inputs["positions"]), finite_array("inv_freq", inputs["inv_freq"], ndim=1)
+
+
+def rotary(params: Mapping[str, Any], head_dim: int) -> tuple[int, int]:
+    """``(S, rd)``: the rotary space width and the rotated channels (rope.apply / rope.scores)."""
+    base_value(params["base"])
+    partial = choice("partial", params["partial"], ("prefix", "proportional"))
+    positive("attention_factor", params["attention_factor"])
+    rotary_dim = params["rotary_dim"]
+    if head_dim % 2 and (partial == "proportional" or rotary_dim is None):
+        raise _invalid(f"the head dim must be even to rotate it whole, got {head_dim}")
+    rd = head_dim if rotary_dim is None else integer("rotary_dim", rotary_dim, 2)
+    if rd % 2 or rd > head_dim:
+        raise _invalid(f"rotary_dim must be even and <= the head dim {head_dim}, got {rd}")
+    return (rd if partial == "prefix" else head_dim), rd
+
+
+def rope_positions(name: str, value: Any, x: np.ndarray, x_layout: str) -> np.ndarray:
+    """Positions (B or 1, T) for x in ``x_layout``."""
+    t = x.shape[2 if x_layout == "BHTD" else 1]
+    pos = positions(name, value)
+    if pos.ndim not in (1, 2) or pos.shape[-1] != t or (pos.ndim == 2 and pos.shape[0] not in (1, x.shape[0])):
+        raise _shape(f"{name} must have shape (T,) or (B, T) with T={t}, got {pos.shape}")
+    return pos.reshape(-1, t)
+
+
+def rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """``rope.apply``: x (4-D), positions (B|1, T), S, rd."""
+    choice("layout", params["layout"], ("half", "interleaved", "interleaved_to_half"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    x = finite_array("x", inputs["x"], ndim=4)
+    space, rd = rotary(params, x.shape[-1])
+    return x, rope_positions("positions", inputs["positions"], x, x_layout), space, rd
+
+
+def rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """``rope.scores``: q, k, q_positions, k_positions, S."""
+    choice("layout", params["layout"], ("half", "interleaved"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    q, k = finite_array("q", inputs["q"], ndim=4), finite_array("k", inputs["k"], ndim=4)
+    h_axis = 1 if x_layout == "BHTD" else 2
+    if q.shape[0] != k.shape[0] or q.shape[h_axis] != k.shape[h_axis] or q.shape[-1] != k.shape[-1]:
+        raise _shape(f"q and k must agree on B, H and D, got {q.shape} and {k.shape}")
+    space, _ = rotary(params, q.shape[-1])
+    if params["xpos_scale_base"] is not None:
+        positive("xpos_scale_base", params["xpos_scale_base"])
+    return (q, k, rope_positions("q_positions", inputs["q_positions"], q, x_layout),
+            rope_positions("k_positions", inputs["k_positions"], k, x_layout), space)
+
+
+def alibi(params: Mapping[str, Any]) -> tuple[int, str, float]:
+    """``alibi.slopes`` / ``alibi.bias`` parameters: H, rule, bias_max."""
+    heads = integer("num_heads", params["num_heads"], 1)
+    rule = choice("slope_rule", params["slope_rule"], ("press", "geometric"))
+    return heads, rule, positive("bias_max", params["bias_max"])
+
+
+def alibi_exponents(heads: int, rule: str, bias_max: float) -> np.ndarray:
+    """``x_h`` with ``m_h = 2**-x_h``: the authors' power-of-two ladder plus every other head of
+    the ``2c`` ladder (press), or ``bias_max * h / H`` (geometric). Exact in float64."""
+    h = np.arange(1, heads + 1, dtype=np.float64)
+    if rule == "geometric":
+        return bias_max * h / heads
+    c = 1 << (heads.bit_length() - 1)
+    extra = 2 * np.arange(heads - c, dtype=np.float64) + 1
+    return np.concatenate([bias_max * h[:c] / c, bias_max * extra / (2 * c)])
+
+
+def t5(params: Mapping[str, Any]) -> tuple[int, int, int, str]:
+    """T5 parameters: (num_buckets, max_distance, side, direction)."""
+    direction = choice("direction", params["direction"], ("bidirectional", "unidirectional"))
+    buckets = integer("num_buckets", params["num_buckets"], 1)
+    limit = integer("max_distance", params["max_distance"], 1)
+    side = buckets // 2 if direction == "bidirectional" else buckets
+    if side < 2:
+        raise _invalid(f"num_buckets={buckets} leaves no log region under direction={direction!r}")
+    if limit <= side // 2:
+        raise _invalid(f"max_distance must be > {side // 2}, got {limit}")
+    return buckets, limit, side, direction
+
+
+def t5_table(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], buckets: int) -> np.ndarray:
+    """The (N, H) table of ``t5.bias`` whatever its layout."""
+    layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
+    table = finite_array("table", inputs["table"], ndim=2)
+    per_bucket = table if layout == "buckets_heads" else table.T
+    if per_bucket.shape[0] != buckets:
+        raise _shape(f"table has {per_bucket.shape[0]} bucket rows, num_buckets={buckets}")
+    return per_bucket
+
+
+def deberta(params: Mapping[str, Any]) -> tuple[int, int, str]:
+    """DeBERTa parameters: (position_buckets, max_relative_positions, distance_clamp)."""
+    clamp = choice("distance_clamp", params["distance_clamp"], ("none", "max_relative_positions"))
+    buckets = integer("position_buckets", params["position_buckets"], 4)
+    limit = integer("max_relative_positions", params["max_relative_positions"], 1)
+    if limit - 1 <= buckets // 2:
+        raise _invalid(f"max_relative_positions - 1 must be > {buckets // 2}, got {limit}")
+    return buckets, limit, clamp
+
+
+def relative(name: str, value: Any) -> np.ndarray:
+    return positions(name, value, nonnegative=False)
+
+
+def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention``: checked arrays, the resolved keep mask (B|1, H|1, Tq, Tk) with and without
+    (``keep_nc``) the causal part, the additive part, the scale and the fully masked rows."""
+    q, k, v = (finite_array(n, inputs[n], ndim=4) for n in ("q", "k", "v"))
+    b, h, tq, d = q.shape
+    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d or h % k.shape[1]:
+        raise _shape(f"k and v must be (B, Hkv, Tk, D) with H % Hkv == 0, got q {q.shape}, k {k.shape}, v {v.shape}")
+    tk = k.shape[2]
+    alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
+    choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
+    if not isinstance(params["causal"], (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {params['causal']!r}")
+    window = None if params["window"] is None else integer("window", params["window"], 1)
+    scale = 1.0 / np.sqrt(d) if params["scale"] is None else float(params["scale"])
+    if not np.isfinite(scale):
+        raise _invalid(f"scale must be finite, got {params['scale']!r}")
+    multiplier = float(params.get("softmax_multiplier", 1.0))  # DeepSeek's YaRN factor (1 elsewhere)
+    if not (np.isfinite(multiplier) and multiplier > 0):
+        raise _invalid(f"softmax_multiplier must be a finite number > 0, got {multiplier!r}")
+    scale *= multiplier
+    target = (b, h, tq, tk)
+
+    def fits(name: str, array: np.ndarray) -> None:
+        if array.ndim > 4 or any(a not in (1, t) for a, t in zip(array.shape[::-1], target[::-1])):
+            raise _shape(f"{name} must broadcast to {target}, got {array.shape}")
+
+    mask = np.asarray(inputs["mask"])
+    fits("mask", mask)
+    padding = np.asarray(inputs["key_padding_mask"])
+    if padding.dtype.kind != "b":
+        raise TypeError(f"key_padding_mask must be boolean, got {padding.dtype}")
+    if padding.ndim != 2 or padding.shape[1] != tk or padding.shape[0] not in (1, b):
+        raise _shape(f"key_padding_mask must have shape ({b}, {tk}), got {padding.shape}")
+    bias = finite_array("bias", inputs["bias"])
+    fits("bias", bias)
+    i = np.arange(tq)[:, None] + (tk - tq if alignment == "bottom_right" else 0)
+    j = np.arange(tk)[None, :]
+    keep = np.ones((tq, tk), dtype=bool)
+    if window is not None:
+        keep &= (i - j) < window
+        if not params["causal"]:
+            keep &= (j - i) < window
+    keep_nc = keep[None, None] & padding[:, None, None, :]  # without the causal mask
+    keep = keep_nc & (j <= i) if params["causal"] else keep_nc
+    additive = np.zeros((1, 1, 1, 1))
+    if mask.dtype == np.bool_:
+        keep, keep_nc = keep & mask, keep_nc & mask
+    else:
+        additive = np.asarray(mask, dtype=np.float64)
+        if np.isnan(additive).any() or np.isposinf(additive).any():
+            raise _invalid("an additive mask must hold finite values or -inf")
+        keep, keep_nc = keep & ~np.isneginf(additive), keep_nc & ~np.isneginf(additive)
+        additive = np.where(np.isneginf(additive), 0.0, additive)
+    empty = ~np.broadcast_to(keep, target).any(axis=-1)
+    if params["fully_masked"] == "error" and empty.any():
+        raise _invalid(f"query row {tuple(int(x) for x in np.argwhere(empty)[0])} has every key masked")
+    return {"q": q, "k": k, "v": v, "keep": keep, "keep_nc": keep_nc, "additive": additive, "bias": bias,
+            "scale": scale, "empty": empty, "policy": params["fully_masked"], "groups": h // k.shape[1]}
+
+
+INV_FREQ_TYPES = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "proportional")
+
+
+def _needed(params: Mapping[str, Any], name: str) -> Any:
+    if params[name] is None:
+        raise _invalid(f"rope_type={params['rope_type']!r} needs {name}")
+    return params[name]
+
+
+def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``rope.inv_freq`` (every type but longrope): the scalar bookkeeping in Python float64, as
+    transformers does it: ``base`` and the scaled base, the per-type scalars, and for YaRN the ramp
+    ends and the two factors. The per-pair arrays are the adapter's to compute."""
+    kind = choice("rope_type", params["rope_type"], INV_FREQ_TYPES)
+    dim = integer("dim", params["dim"], 4 if kind in ("dynamic", "ntk_aware") else 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    base = base_value(params["base"])
+    choice("dynamic_convention", params["dynamic_convention"], ("transformers", "vllm_static"))
+    yarn_convention = choice("yarn_convention", params["yarn_convention"], ("transformers", "vllm_deepseek"))
+    s = 1.0
+    if kind not in ("default", "proportional") or params["factor"] is not None:
+        s = positive("factor", _needed(params, "factor"))
+        if s < 1.0:
+            raise _invalid(f"factor must be >= 1 for rope_type={kind!r}, got {s}")
+    out: dict[str, Any] = {"type": kind, "dim": dim, "base": base, "s": s, "a": 1.0, "softmax": 1.0}
+    if kind == "proportional":
+        rho = positive("partial_rotary_factor", params["partial_rotary_factor"])
+        if rho > 1.0:
+            raise _invalid(f"partial_rotary_factor must be <= 1, got {rho}")
+        out["turning"] = int(rho * dim // 2)
+    elif kind == "ntk_aware":
+        out["base"] = base * s ** (dim / (dim - 2))
+    elif kind == "dynamic":
+        trained = integer("original_max_position", _needed(params, "original_max_position"), 1)
+        length = integer("context_length", _needed(params, "context_length"), 1)
+        if params["dynamic_convention"] == "transformers":
+            length = max(length, trained)
+        bracket = s * length / trained - (s - 1.0)
+        if bracket <= 0:
+            raise _invalid(f"the dynamic NTK bracket must be > 0, got {bracket}")
+        out["base"] = base * bracket ** (dim / (dim - 2))
+    elif kind == "llama3":
+        out["original"] = integer("original_max_position", _needed(params, "original_max_position"), 1)
+        low = positive("low_freq_factor", _needed(params, "low_freq_factor"))
+        high = positive("high_freq_factor", _needed(params, "high_freq_factor"))
+        if low >= high:
+            raise _invalid(f"low_freq_factor must be < high_freq_factor, got {low} >= {high}")
+        out["low"], out["high"] = low, high
+    elif kind == "yarn":
+        original = integer("original_max_position", _needed(params, "original_max_position"), 1)
+        if base <= 1.0:
+            raise _invalid(f"base must be > 1 for yarn, got {base}")
+
+        def mscale(m: float = 1.0) -> float:
+            return 1.0 if s <= 1.0 else 0.1 * m * np.log(s) + 1.0
+
+        m, m_all = params["mscale"], params["mscale_all_dim"]
+        truncate = bool(params["truncate"])
+        if yarn_convention == "vllm_deepseek":
+            truncate = True
+            out["a"] = mscale(1.0 if m is None else float(m)) / mscale(0.0 if m_all is None else float(m_all))
+        elif params["attention_factor"] is not None:
+            out["a"] = positive("attention_factor", params["attention_factor"])
+        elif m and m_all:
+            out["a"] = mscale(float(m)) / mscale(float(m_all))
+        else:
+            out["a"] = mscale()
+
+        def correction(rotations: float) -> float:
+            return float(dim * np.log(original / (rotations * 2 * np.pi)) / (2 * np.log(base)))
+
+        lo, hi = correction(float(params["beta_fast"] or 32.0)), correction(float(params["beta_slow"] or 1.0))
+        if truncate:
+            lo, hi = float(np.floor(lo)), float(np.ceil(hi))
+        lo, hi = max(lo, 0.0), min(hi, dim - 1.0)
+        out["ramp"] = (lo, hi + 0.001 if lo == hi else hi)
+        out["softmax"] = mscale(float(m_all)) ** 2 if m_all else 1.0
+    return out
+
+
+def attention_mask(inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """``alibi.mask_positions``: a (B, T) mask of 0 and 1 as int64."""
+    mask = positions("attention_mask", inputs["attention_mask"])
+    if mask.ndim != 2:
+        raise _shape(f"attention_mask must have shape (B, T), got {mask.shape}")
+    if mask.max() > 1:
+        raise _invalid(f"attention_mask must hold 0 or 1, got {int(mask.max())}")
+    return mask
+
+
+def xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``rope.xpos``: q, k (same 4-D shape, even D) and positions (B|1, T)."""
+    choice("centring", params["centring"], ("lucidrains", "torchscale"))
+    choice("layout", params["layout"], ("interleaved", "half"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    positive("scale_base", params["scale_base"])
+    base_value(params["base"])
+    q, k = finite_array("q", inputs["q"], ndim=4), finite_array("k", inputs["k"], ndim=4)
+    if q.shape != k.shape:
+        raise _shape(f"q and k must have the same shape, got {q.shape} and {k.shape}")
+    if q.shape[-1] % 2:
+        raise _invalid(f"the head dim must be even, got {q.shape[-1]}")
+    return q, k, rope_positions("positions", inputs["positions"], q, x_layout)
+
+
+def mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``rope.mrope_cos_sin``: positions (3, ...) and each pair's stream (P,) (0 = T, 1 = H, 2 = W)."""
+    dim = integer("dim", params["dim"], 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    layout = choice("mrope_layout", params["mrope_layout"], ("chunked", "interleaved"))
+    choice("width", params["width"], ("half", "full"))
+    base_value(params["base"])
+    section = positions("mrope_section", inputs["mrope_section"])
+    if section.shape != (3,) or int(section.sum()) != dim // 2:
+        raise _invalid(f"mrope_section must be three counts summing to dim/2 = {dim // 2}, got {section.tolist()}")
+    pos = positions("positions", inputs["positions"])
+    if pos.ndim < 1 or pos.shape[0] != 3:
+        raise _shape(f"positions must have three streams on axis 0, got shape {pos.shape}")
+    i = np.arange(dim // 2)
+    if layout == "chunked":  # the first s0 pairs read T, the next s1 read H, the rest W
+        stream = np.searchsorted(np.cumsum(section), i, side="right")
+    else:  # T, H, W round robin while each stream has pairs left, then T
+        stream = np.zeros(dim // 2, dtype=np.int64)
+        stream[(i % 3 == 1) & (i < 3 * section[1])] = 1
+        stream[(i % 3 == 2) & (i < 3 * section[2])] = 2
+    return pos, stream
+
+
+def deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``deberta.scores``: 1-D positions, q (H, Tq, D), k (H, Tk, D), pos_key/pos_query (H, 2b, D)."""
+    terms = choice("pos_att_type", params["pos_att_type"], ("c2p|p2c", "c2p", "p2c")).split("|")
+    buckets, limit, clamp = deberta(params)
+    qp = positions("query_positions", inputs["query_positions"])
+    kp = positions("key_positions", inputs["key_positions"])
+    if qp.ndim != 1 or kp.ndim != 1:
+        raise _shape(f"query_positions and key_positions must be 1-D, got {qp.shape} and {kp.shape}")
+    arrays = {n: finite_array(n, inputs[n], ndim=3) for n in ("q", "k", "pos_key", "pos_query")}
+    heads, _, dim = arrays["q"].shape
+    wanted = {"q": (heads, qp.size, dim), "k": (heads, kp.size, dim), "pos_key": (heads, 2 * buckets, dim),
+              "pos_query": (heads, 2 * buckets, dim)}
+    for name, shape in wanted.items():
+        if arrays[name].shape != shape:
+            raise _shape(f"{name} must have shape {shape}, got {arrays[name].shape}")
+    return {**arrays, "qp": qp, "kp": kp, "terms": terms, "buckets": buckets, "limit": limit, "clamp": clamp}
+
+
+def shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], op: str) -> dict[str, Any]:
+    """``shaw.*``: K, the clipped table rows ``index`` (Tq, Tk) and the op's checked arrays. Query
+    positions must be among the key positions (self-attention, with memory or a cache)."""
+    k = integer("max_relative_position", params["max_relative_position"], 1)
+    sign = choice("sign", params["sign"], ("key_minus_query", "query_minus_key"))
+    qp, kp = positions("q_positions", inputs["q_positions"]), positions("k_positions", inputs["k_positions"])
+    if qp.ndim != 1 or kp.ndim != 1:
+        raise _shape(f"q_positions and k_positions must be 1-D, got {qp.shape} and {kp.shape}")
+    if not np.isin(qp, kp).all():
+        raise _invalid("every query position must be a key position (cross-attention is not defined)")
+    distance = kp[None, :] - qp[:, None]
+    index = np.clip(-distance if sign == "query_minus_key" else distance, -k, k) + k
+    out: dict[str, Any] = {"index": index, "rows": 2 * k + 1}
+    tq, tk = index.shape
+    if op == "shaw.logits":
+        q, kk = finite_array("q", inputs["q"], ndim=2), finite_array("k", inputs["k"], ndim=2)
+        table = finite_array("rel_keys", inputs["rel_keys"], ndim=2)
+        if q.shape[0] != tq or kk.shape[0] != tk or kk.shape[1] != q.shape[1] or table.shape != (2 * k + 1, q.shape[1]):
+            raise _shape(f"q {q.shape}, k {kk.shape}, rel_keys {table.shape} do not fit Tq={tq}, Tk={tk}, K={k}")
+        out.update(q=q, k=kk, table=table)
+    elif op == "shaw.output":
+        alpha = finite_array("weights", inputs["weights"], ndim=2)
+        v, table = finite_array("v", inputs["v"], ndim=2), finite_array("rel_values", inputs["rel_values"], ndim=2)
+        if alpha.shape != (tq, tk) or v.shape[0] != tk or table.shape != (2 * k + 1, v.shape[1]):
+            raise _shape(f"weights {alpha.shape}, v {v.shape}, rel_values {table.shape} do not fit "
+                         f"Tq={tq}, Tk={tk}, K={k}")
+        out.update(weights=alpha, v=v, table=table)
+    return out
