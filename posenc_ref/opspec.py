@@ -8,7 +8,7 @@ and the docs need, so none of them restates anything about the op.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -158,7 +158,7 @@ _ErrorRow = tuple[str, Mapping[str, Any], Any, ErrorCategory, str]
 """``(name, params, inputs, category, why)`` of one error case."""
 
 
-def error_cases(prefix: str, rows: list[_ErrorRow]) -> list[Case]:
+def error_cases(prefix: str, rows: Sequence[_ErrorRow]) -> list[Case]:
     """Error cases ``<prefix>.error.<name>``, each expecting its category, commented ``error: why``."""
     return [Case(f"{prefix}.error.{name}", params, inputs, f"error: {why}", kind="error", error=category)
             for name, params, inputs, category, why in rows]

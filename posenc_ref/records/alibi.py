@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from posenc_ref import alibi as al
 from posenc_ref.errors import ErrorCategory
-from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
 
 CITATION = "Press, Smith, Lewis 2022, Train Short, Test Long (ALiBi), arXiv:2108.12409, section 3; get_slopes"
 
@@ -138,8 +138,7 @@ def _bias_cases() -> tuple[Case, ...]:
          "query and key positions whose leading (batch) shapes differ"),
         ("empty_keys", {"num_heads": 4}, _qk([0], np.zeros(0)), "invalid_shape", "no keys"),
     ]
-    cases += [Case(f"alibi.bias.error.{name}", params, inputs, f"error: {why}", kind="error", error=category)
-              for name, params, inputs, category, why in errors]
+    cases += error_cases("alibi.bias", errors)
     return tuple(cases)
 
 

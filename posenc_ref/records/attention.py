@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from posenc_ref.attention import ALIGNMENTS, FULLY_MASKED, attention
 from posenc_ref.attention_pipeline import PE_PLACEMENTS, attention_layer
 from posenc_ref.errors import ErrorCategory, SpecError
-from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
 from posenc_ref.records import attention_positional
 from posenc_ref.rope_scaling import rope_inv_freq
 from posenc_ref.sinusoidal import sinusoidal_table
@@ -183,8 +183,7 @@ def _attention_cases() -> tuple[Case, ...]:
         ("padding_wrong_length", {}, _qkv(1, 2, 2, 4, 5, 4, padding=np.ones((1, 4), dtype=bool)), "invalid_shape",
          "a key padding mask of 4 keys for 5 keys"),
     ]
-    cases += [Case(f"attention.error.{name}", params, inputs, f"error: {why}", kind="error", error=category)
-              for name, params, inputs, category, why in errors]
+    cases += error_cases("attention", errors)
     return tuple(cases)
 
 

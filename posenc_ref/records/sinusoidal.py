@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from posenc_ref import sinusoidal as sn
 from posenc_ref.errors import ErrorCategory
-from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
 
 CITATION = "Vaswani et al. 2017, Attention Is All You Need, arXiv:1706.03762, section 3.5"
 
@@ -120,8 +120,7 @@ def _table_cases() -> tuple[Case, ...]:
         ("offset_makes_negative", {"dim": 8, "position_offset": -2}, _positions(1), "invalid_argument",
          "positions + position_offset below 0"),
     ]
-    cases += [Case(f"sinusoidal.table.error.{name}", params, inputs, f"error: {why}", kind="error", error=category)
-              for name, params, inputs, category, why in errors]
+    cases += error_cases("sinusoidal.table", errors)
     return tuple(cases)
 
 

@@ -9,7 +9,7 @@ from numpy.typing import NDArray
 
 from posenc_ref import t5
 from posenc_ref.errors import ErrorCategory
-from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
 
 CITATION = ("Raffel et al. 2020, Exploring the Limits of Transfer Learning (T5), arXiv:1910.10683, section 2.1; "
             "Mesh TensorFlow transformer_layers._relative_position_bucket")
@@ -141,8 +141,7 @@ def _bias_cases() -> tuple[Case, ...]:
         ("num_buckets_too_small", {"num_buckets": 2}, _bias_inputs([0], [0], buckets=2), "invalid_argument",
          "2 buckets bidirectional"),
     ]
-    cases += [Case(f"t5.bias.error.{name}", params, inputs, f"error: {why}", kind="error", error=category)
-              for name, params, inputs, category, why in errors]
+    cases += error_cases("t5.bias", errors)
     return tuple(cases)
 
 
