@@ -303,12 +303,20 @@ def deberta_scores(a: Mapping[str, Any], compute: Any, out: Any) -> Any:
 
 def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any = None) -> tuple[Any, Any]:
     """(output, weights): the weights by a port of the softmax, the output by
-    ``jax.nn.dot_product_attention`` (``use_library``) or by the same port."""
+    ``jax.nn.dot_product_attention`` (``use_library``) or by the same port.
+
+    An optional ``a["term"]`` (broadcastable to (B, H, Tq, Tk)) is added to the dot product inside
+    the scale, and an optional ``a["value_term"]`` (broadcastable to (B, H, Tq, Tk, D)) to the
+    values under the weights (Shaw, Transformer-XL): the library receives ``scale * term`` in its
+    ``bias`` and the value term is added to its output as ``weights @ value_term``."""
     held = held or compute  # the dtype q, k, v and the bias are held in (the adapter's dtype)
     q, k, v = (jnp.asarray(a[n], dtype=held).astype(compute) for n in ("q", "k", "v"))
     g = a["groups"]
     keep = jnp.asarray(a["keep"])
-    logits = jnp.einsum("bhqd,bhkd->bhqk", q, jnp.repeat(k, g, axis=1)) * jnp.asarray(a["scale"], dtype=compute)
+    scale = jnp.asarray(a["scale"], dtype=compute)
+    term = a.get("term")
+    dots = jnp.einsum("bhqd,bhkd->bhqk", q, jnp.repeat(k, g, axis=1))
+    logits = (dots if term is None else dots + jnp.asarray(term).astype(compute)) * scale
     logits = logits + jnp.asarray(a["bias"], dtype=compute) + jnp.asarray(a["additive"], dtype=compute)
     logits = jnp.where(keep, logits, -jnp.inf)
     m = logits.max(axis=-1, keepdims=True)
@@ -322,9 +330,16 @@ def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any =
         weights = jnp.where(empty, jnp.nan, weights)
     elif a["policy"] == "uniform":
         weights = jnp.where(empty, 1 / tk, weights)
+    value_term = a.get("value_term")
+    extra = 0 if value_term is None else jnp.einsum(  # sum_j p_ij u_ij
+        "bhqk,bhqkd->bhqd", weights, jnp.broadcast_to(jnp.asarray(value_term).astype(compute),
+                                                      weights.shape + (v.shape[-1],)))
     if not use_library:
-        return jnp.einsum("bhqk,bhkd->bhqd", weights, jnp.repeat(v, g, axis=1)), weights
-    bias = (jnp.asarray(a["bias"]) + jnp.asarray(a["additive"])).astype(held)
+        return jnp.einsum("bhqk,bhkd->bhqd", weights, jnp.repeat(v, g, axis=1)) + extra, weights
+    bias = jnp.asarray(a["bias"]) + jnp.asarray(a["additive"])
+    if term is not None:  # the term inside the scale becomes a bias after it
+        bias = bias + jnp.asarray(term).astype(compute) * scale
+    bias = bias.astype(held)
     shape = (q.shape[0], q.shape[1], q.shape[2], tk)
     qh, kh, vh = (jnp.asarray(a[n], dtype=held) for n in ("q", "k", "v"))  # the library runs at the held dtype
     out = jax.nn.dot_product_attention(  # (B, T, N, H) layout
@@ -335,7 +350,111 @@ def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any =
         out = jnp.where(empty, 0, out)
     elif a["policy"] == "nan":
         out = jnp.where(empty, jnp.nan, out)
-    return out, weights
+    return out + extra, weights
+
+
+def longrope_inv_freq(factors: np.ndarray, dim: int, base: float, compute: Any) -> Any:
+    """LongRoPE ``1 / (e_i * base ** (2i/d))`` (P,) for the chosen factor list ``e``, as transformers
+    ``_compute_longrope_parameters`` writes it, in ``compute``."""
+    exponent = jnp.arange(0, dim, 2, dtype=compute) / dim
+    return 1 / (jnp.asarray(factors, dtype=compute) * jnp.power(jnp.asarray(base, dtype=compute), exponent))
+
+
+def xl_embedding(distance: Any, width: int, base: float, compute: Any) -> Any:
+    """Transformer-XL ``PositionalEmbedding``: ``[sin(d w) | cos(d w)]`` (*distance.shape, D_r), with
+    ``w = 1 / base ** (arange(0, D_r, 2) / D_r)``."""
+    w = 1 / jnp.power(jnp.asarray(base, dtype=compute), jnp.arange(0, width, 2, dtype=compute) / width)
+    theta = jnp.asarray(distance).astype(compute)[..., None] * w
+    return jnp.concatenate([jnp.sin(theta), jnp.cos(theta)], axis=-1)
+
+
+def xl_distance(qp: np.ndarray, kp: np.ndarray, clamp_len: int = -1) -> Any:
+    """``p_i - p_j`` (Tq, Tk), clipped to ``[-clamp_len, clamp_len]`` when ``clamp_len > 0``."""
+    distance = jnp.asarray(qp)[:, None] - jnp.asarray(kp)[None, :]
+    return jnp.clip(distance, -clamp_len, clamp_len) if clamp_len > 0 else distance
+
+
+def xl_score(q: Any, k: Any, u: Any, v: Any, w_r: Any, distance: Any, base: float, compute: Any) -> Any:
+    """``(q_i + u) . k_j + (q_i + v) . W_R^T R_{d_ij}`` (Tq, Tk) by direct indexing of the distances."""
+    r = xl_embedding(distance, w_r.shape[0], base, compute) @ w_r  # (Tq, Tk, D)
+    return (q + u) @ k.T + jnp.einsum("qd,qkd->qk", q + v, r)
+
+
+def rel_shift(x: Any, variant: str, k_len: int) -> tuple[Any, Any]:
+    """The codebase's pad-and-reshape shift of ``BD`` (Tq, R) and where it equals direct indexing."""
+    tq, rows = x.shape
+    i, j = jnp.arange(tq)[:, None], jnp.arange(k_len)[None, :]
+    if variant == "transformer_xl":  # kimiyoung/transformer-xl _rel_shift
+        padded = jnp.concatenate([jnp.zeros((tq, 1), dtype=x.dtype), x], axis=1)  # (Tq, Tk + 1)
+        return padded.reshape(k_len + 1, tq)[1:].reshape(tq, k_len), (j <= k_len - tq + i).astype(int)
+    shifted = x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len]  # zihangdai/xlnet rel_shift
+    return shifted, (j + tq - i < rows).astype(int)
+
+
+def resample_method(kernel: str, antialias: bool, cubic_a: float) -> str | None:
+    """The ``jax.image`` method with the case's kernel, or None where jax.image has none: its
+    antialiased cubic is Keys a=-0.5 ("cubic"; "cubic-pytorch" falls back to it), its cubic without
+    antialias that replicates the edges as PyTorch does is a=-0.75 ("cubic-pytorch"; plain "cubic"
+    renormalises the edge weights instead), and "linear" is the triangle either way."""
+    if kernel == "bilinear":
+        return "linear"
+    if antialias:
+        return "cubic" if cubic_a == -0.5 else None
+    return "cubic-pytorch" if cubic_a == -0.75 else None
+
+
+def resample_geometry(n: int, m: int, factor: float | None, align_corners: bool) -> tuple[float, float]:
+    """``jax.image.scale_and_translate``'s (scale, translation) for ``n -> m`` samples: ``m / n`` or the
+    scale factor (half-pixel centres); align corners as its docstring says, ``(m-1)/(n-1)`` and
+    ``0.5 (1 - scale)`` (one output sample reads sample 0; one input sample is read everywhere)."""
+    if not align_corners:
+        return (m / n if factor is None else factor), 0.0
+    if m == 1:
+        return 1.0, 0.0
+    if n == 1:
+        return float(m), 0.0
+    scale = (m - 1) / (n - 1)
+    return scale, 0.5 * (1 - scale)
+
+
+def resample(x: Any, axes: tuple[int, ...], sizes: tuple[int, ...], geometry: tuple[tuple[float, float], ...],
+             method: str, antialias: bool, compute: Any) -> Any:
+    """``jax.image.scale_and_translate`` of x along ``axes`` to ``sizes`` (scale, translation per axis)."""
+    shape = list(x.shape)
+    for axis, size in zip(axes, sizes):
+        shape[axis] = size
+    scale = jnp.asarray([g[0] for g in geometry], dtype=compute)
+    translation = jnp.asarray([g[1] for g in geometry], dtype=compute)
+    return jax.image.scale_and_translate(x.astype(compute), tuple(shape), axes, scale, translation, method,
+                                         antialias=antialias)
+
+
+def rope_qk(q: Any, k: Any, qp: np.ndarray, kp: np.ndarray, base: float, layout: str, compute: Any) -> tuple[Any, Any]:
+    """RoPE on q (B, H, Tq, D) at its positions and on k (B, Hkv, Tk, D) at its own (B|1, T)."""
+    params = {"base": base, "x_layout": "BHTD", "attention_factor": 1.0}
+    width = q.shape[-1]
+    return (rotate(q, qp, width, width, params, layout, compute), rotate(k, kp, width, width, params, layout, compute))
+
+
+def shaw_terms(q: Any, index: Any, rel_keys: Any, rel_values: Any) -> tuple[Any, Any]:
+    """Shaw's ``t_ij = q_i . A^K[r_ij]`` (B, H, Tq, Tk) and ``u_ij = A^V[r_ij]`` (Tq, Tk, D)."""
+    per_distance = q @ rel_keys.T  # (B, H, Tq, 2K + 1)
+    rows = jnp.broadcast_to(jnp.asarray(index), q.shape[:2] + index.shape)
+    return jnp.take_along_axis(per_distance, rows, axis=-1), rel_values[jnp.asarray(index)]
+
+
+def xl_terms(q: Any, k: Any, u: Any, v: Any, w_r: Any, distance: Any, base: float, compute: Any) -> Any:
+    """Transformer-XL terms (b)-(d) per head: ``u_h . k_j + (q_i + v_h) . W_{R,h}^T R_{d_ij}`` (B, H, Tq, Tk),
+    k mapped to the query heads (B, H, Tk, D), u and v (H, D), w_r (H, D_r, D)."""
+    r = jnp.einsum("qkc,hcd->hqkd", xl_embedding(distance, w_r.shape[1], base, compute), w_r)  # (H, Tq, Tk, D)
+    position = jnp.einsum("bhqd,hqkd->bhqk", q + v[:, None, :], r)  # terms (b) + (d)
+    return position + jnp.einsum("hd,bhkd->bhk", u, k)[:, :, None, :]  # term (c): u . k_j
+
+
+def split_heads(x: Any, heads: int) -> Any:
+    """(B, T, heads * D) -> (B, heads, T, D): head ``h`` owns columns ``h*D .. h*D + D - 1``."""
+    b, t, width = x.shape
+    return x.reshape(b, t, heads, width // heads).transpose(0, 2, 1, 3)
 
 
 def _checked(value: Any, dtype: str) -> np.ndarray:
