@@ -210,8 +210,8 @@ def _fails(port, case, dtype="float32"):
      lambda real: lambda kernel, antialias, a: "cubic"),  # jax.image's a=-0.5 with renormalised edges
     ("resample_geometry", "resample.grid_2d.bilinear.align_corners.7to12",
      lambda real: lambda n, m, step, align: real(n, m, step, False)),  # half-pixel instead of align corners
-    ("xl_distance", "transformer_xl.score.mem0.tq5.bidirectional",
-     lambda real: lambda qp, kp, clamp_len=-1: -real(qp, kp, clamp_len)),  # key minus query
+    ("xl_embedding", "transformer_xl.score.mem0.tq5.bidirectional",
+     lambda real: lambda distance, width, base, c: real(-distance, width, base, c)),  # key minus query
     ("rel_shift", "transformer_xl.rel_shift.xlnet.uni.tq3.tk5",
      lambda real: lambda x, variant, k_len: real(x[:, :k_len], "transformer_xl", k_len)),
     ("rope_qk", "attention.rope.half.causal.t6.d8",

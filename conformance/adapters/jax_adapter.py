@@ -407,12 +407,6 @@ def xl_embedding(distance: Any, width: int, base: float, compute: Any) -> Any:
     return jnp.concatenate([jnp.sin(theta), jnp.cos(theta)], axis=-1)
 
 
-def xl_distance(qp: np.ndarray, kp: np.ndarray, clamp_len: int = -1) -> Any:
-    """``p_i - p_j`` (Tq, Tk), clipped to ``[-clamp_len, clamp_len]`` when ``clamp_len > 0``."""
-    distance = jnp.asarray(qp)[:, None] - jnp.asarray(kp)[None, :]
-    return jnp.clip(distance, -clamp_len, clamp_len) if clamp_len > 0 else distance
-
-
 def xl_score(q: Any, k: Any, u: Any, v: Any, w_r: Any, distance: Any, base: float, compute: Any) -> Any:
     """``(q_i + u) . k_j + (q_i + v) . W_R^T R_{d_ij}`` (Tq, Tk) by direct indexing of the distances."""
     r = xl_embedding(distance, w_r.shape[0], base, compute) @ w_r  # (Tq, Tk, D)
