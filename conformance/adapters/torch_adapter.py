@@ -144,6 +144,8 @@ from posenc_adapter_shared import (  # noqa: E402
     validate_table,
 )
 
+import posenc_adapter_checks as checks  # noqa: E402
+
 torch = require("torch", "torch")
 
 TORCH_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
@@ -1079,6 +1081,61 @@ def port_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], 
     return weights @ vt, weights
 
 
+def port_xpos(q: np.ndarray, k: np.ndarray, pos: np.ndarray, params: Mapping[str, Any],
+              compute: Any) -> tuple[Any, Any]:
+    """xPos in torch: RoPE over the whole head, then q times and k divided by ``zeta ** ((p - c) / B)``."""
+    bthd = params["x_layout"] == "BTHD"
+    qx, kx = (x.transpose(0, 2, 1, 3) if bthd else x for x in (q, k))  # (B, H, T, D)
+    width, t = qx.shape[-1], pos.shape[-1]
+    rope = {"base": params["base"], "partial": "prefix", "layout": params["layout"], "attention_factor": 1.0}
+    qr, kr = (port_rope_apply(x, pos, width, rope, compute) for x in (qx, kx))
+    centre = t // 2 if params["centring"] == "lucidrains" else -(-t // 2)
+    zeta = (2 * torch.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)  # (P,)
+    power = (torch.from_numpy(pos) - centre).to(compute)[:, None, :, None] / float(params["scale_base"])
+    up = zeta**power  # (B|1, 1, T, P)
+    if not bool(torch.isfinite(up).all() & torch.isfinite(1 / up).all()):
+        raise Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) overflows {compute}")
+    scale = up.repeat_interleave(2, dim=-1) if params["layout"] == "interleaved" else torch.cat([up, up], dim=-1)
+    qs, ks = qr * scale, kr / scale
+    return (qs.transpose(1, 2), ks.transpose(1, 2)) if bthd else (qs, ks)
+
+
+def port_deberta_scores(a: Mapping[str, Any], compute: Any) -> Any:
+    """DeBERTa's disentangled logits in torch: c2p gathers ``q Kr^T`` at ``idx(i - j)``, p2c gathers
+    ``k Qr^T`` at the same ``idx(i - j)``, all over ``sqrt(d (1 + n))``; (H, Tq, Tk)."""
+    q, k, kr, qr = (torch.from_numpy(a[n]).to(compute) for n in ("q", "k", "pos_key", "pos_query"))
+    b = a["buckets"]
+    delta = torch.from_numpy(a["qp"][:, None] - a["kp"][None, :])
+    index = torch.clamp(port_deberta_bucket(delta, b, a["limit"], a["clamp"]) + b, 0, 2 * b - 1)  # (Tq, Tk)
+    heads, tk = q.shape[0], k.shape[1]
+    scores = q @ k.transpose(-1, -2)
+    if "c2p" in a["terms"]:
+        scores = scores + torch.take_along_dim(q @ kr.transpose(-1, -2), index.expand(heads, -1, -1), dim=-1)
+    if "p2c" in a["terms"]:
+        scores = scores + (k @ qr.transpose(-1, -2))[:, torch.arange(tk)[None, :], index]
+    return scores / math.sqrt(q.shape[-1] * (1 + len(a["terms"])))
+
+
+def port_shaw_index(qp: np.ndarray, kp: np.ndarray, k: int, sign: str) -> Any:
+    """Shaw's clipped table rows ``clip(d, -K, K) + K`` in torch, d = p_j - p_i or p_i - p_j; (Tq, Tk)."""
+    distance = torch.from_numpy(kp)[None, :] - torch.from_numpy(qp)[:, None]
+    return torch.clamp(-distance if sign == "query_minus_key" else distance, -k, k) + k
+
+
+def port_shaw_logits(q: Any, k: Any, table: Any, index: Any) -> Any:
+    """``q_i . k_j + q_i . A^K[r_ij]`` (..., Tq, Tk): every query against the 2K + 1 rows, then gathered."""
+    per_row = q @ table.transpose(-1, -2)  # (..., Tq, 2K + 1)
+    return q @ k.transpose(-1, -2) + torch.take_along_dim(per_row, index.expand(per_row.shape[:-1] + index.shape[-1:]),
+                                                          dim=-1)
+
+
+def port_shaw_output(weights: Any, v: Any, table: Any, index: Any) -> Any:
+    """``sum_j alpha_ij (v_j + A^V[r_ij])`` (..., Tq, D): the weights summed per table row, times the rows."""
+    per_row = torch.zeros(weights.shape[:-1] + (table.shape[0],), dtype=weights.dtype)
+    per_row = per_row.scatter_add(-1, index.expand(weights.shape), weights)  # (..., Tq, 2K + 1)
+    return weights @ v + per_row @ table
+
+
 def torch_port(dtype: str = "float64") -> Adapter:
     """The torch port of its ops; float16/bfloat16 computed in float32, rounded at the end."""
     out = TORCH_DTYPES[dtype]
@@ -1207,11 +1264,33 @@ def torch_port(dtype: str = "float64") -> Adapter:
         span = conventions[0]
         return _numpy(torch.clamp(port_deberta_bucket(delta, *conventions) + span, 0, 2 * span - 1))
 
+    def xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        q, k, pos = checks.xpos(params, inputs)
+        qs, ks = port_xpos(q, k, pos, params, compute)
+        return _numpy(qs.to(out)), _numpy(ks.to(out))
+
+    def deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return _numpy(port_deberta_scores(checks.deberta_scores(params, inputs), compute).to(out))
+
+    def shaw(op: str) -> Any:
+        def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+            a = checks.shaw(params, inputs, op)
+            qp, kp = (positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
+            index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
+            if op == "shaw.index":
+                return _numpy(index)
+            first, second = ("q", "k") if op == "shaw.logits" else ("weights", "v")
+            x, y, table = (torch.from_numpy(a[n]).to(compute) for n in (first, second, "table"))
+            port = port_shaw_logits if op == "shaw.logits" else port_shaw_output
+            return _numpy(port(x, y, table, index).to(out))
+        return run
+
     ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup,
            "rope.cos_sin": rope_cos_sin, "deberta.bucket": deberta_bucket, "deberta.index": deberta_index,
            "rope.apply": rope_apply, "rope.scores": rope_scores, "t5.bucket": t5_bucket, "t5.bias": t5_bias,
            "alibi.slopes": alibi_slopes, "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions,
-           "attention": attention}
+           "attention": attention, "rope.xpos": xpos, "deberta.scores": deberta_scores,
+           **{op: shaw(op) for op in ("shaw.index", "shaw.logits", "shaw.output")}}
     return Adapter("torch-port", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
                    {op: "torch port (conformance/adapters/torch_adapter.py)" for op in ops}, torch_port,
                    tuple(TORCH_DTYPES))
