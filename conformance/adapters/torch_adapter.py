@@ -130,6 +130,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     Rejected,
@@ -143,8 +144,6 @@ from posenc_adapter_shared import (  # noqa: E402
     validate_lookup,
     validate_table,
 )
-
-import posenc_adapter_checks as checks  # noqa: E402
 
 torch = require("torch", "torch")
 
@@ -561,10 +560,13 @@ def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray])
         raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
                        f"got {buckets} and {max_position}")
     rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+    return _numpy(_deberta_v2().make_log_bucket_position(torch.from_numpy(rel), buckets, max_position))
+
+
+def _deberta_v2() -> Any:
     with warnings.catch_warnings():  # the module decorates helpers with torch.jit.script, deprecated in torch 2.13
         warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
-        deberta = _transformers("deberta_v2.modeling_deberta_v2")
-    return _numpy(deberta.make_log_bucket_position(torch.from_numpy(rel), buckets, max_position))
+        return _transformers("deberta_v2.modeling_deberta_v2")
 
 
 def _alibi_slopes_check(params: Mapping[str, Any]) -> int:
@@ -889,6 +891,98 @@ def sdpa(dtype: str = "float64") -> Adapter:
     return _SupportsAdapter("torch-sdpa", f"torch {torch.__version__}", dtype, ops, {"attention": {}}, calls, sdpa,
                             ("float64", "float32", "float16", "bfloat16"),
                             supports=_sdpa_supports)
+
+
+# ---------------------------------------------- transformers DeBERTa scores, Shaw relative keys ---
+
+def _deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    a = checks.deberta_scores(params, inputs)
+    choice("distance_clamp", a["clamp"], ("none",))  # make_log_bucket_position has no distance clamp
+    deberta = _deberta_v2()
+    heads, tq, dim = a["q"].shape
+    tk, b, n = a["k"].shape[1], a["buckets"], a["qp"].size + a["kp"].size
+    factor = 1 + len(a["terms"])  # DisentangledSelfAttention.forward's scale_factor
+    config = deberta.DebertaV2Config(hidden_size=2 * heads * dim, num_attention_heads=heads, relative_attention=True,
+                                     position_buckets=b, max_relative_positions=a["limit"],
+                                     pos_att_type=list(a["terms"]), share_att_key=True)
+    config.attention_head_size = dim
+    layer = deberta.DisentangledSelfAttention(config).eval()
+    # rel_embeddings row r = [Kr of every head | Qr of every head]; key_proj and query_proj pick one half
+    rows = [np.moveaxis(a[name], 0, 1).reshape(2 * b, heads * dim) for name in ("pos_key", "pos_query")]
+    rel_embeddings = torch.from_numpy(np.concatenate(rows, axis=1)).to(torch.float32)
+    eye, zero = torch.eye(heads * dim), torch.zeros(heads * dim, heads * dim)
+    # one sequence of Tq + Tk slots at the case's positions: the queries (zero keys), then the keys (zero queries)
+    slots = np.concatenate([a["qp"], a["kp"]])
+    query, key = torch.zeros(heads, n, dim), torch.zeros(heads, n, dim)
+    query[:, :tq], key[:, tq:] = torch.from_numpy(a["q"]), torch.from_numpy(a["k"])
+    with torch.no_grad():
+        layer.key_proj.weight.copy_(torch.cat([eye, zero], dim=1))
+        layer.query_proj.weight.copy_(torch.cat([zero, eye], dim=1))
+        layer.key_proj.bias.zero_()
+        layer.query_proj.bias.zero_()
+        relative = deberta.make_log_bucket_position(torch.from_numpy(slots[:, None] - slots[None, :]), b, a["limit"])
+        rel_att = layer.disentangled_attention_bias(query, key, relative, rel_embeddings, factor)
+        scale = deberta.scaled_size_sqrt(query, factor)  # forward's content scores, then + rel_att
+        scores = torch.bmm(query, key.transpose(-1, -2) / scale.to(dtype=query.dtype)) + rel_att
+    return _numpy(scores[:, :tq, tq:])
+
+
+def deberta_scores() -> Adapter:
+    calls = {"deberta.scores": "transformers DeBERTa-v2 DisentangledSelfAttention.disentangled_attention_bias "
+                               "(share_att_key, c2p/p2c from pos_att_type, scaled_size_sqrt(d, 1 + n)) with "
+                               "make_log_bucket_position rel. positions; content bmm(q, k^T / scale) as its forward"}
+    return Adapter("transformers-deberta-scores", _version(), "float32", {"deberta.scores": _deberta_scores},
+                   {"deberta.scores": {"distance_clamp": ("none",)}}, calls)
+
+
+def _shaw_relative_key(table: np.ndarray, queries: np.ndarray, qp: np.ndarray, kp: np.ndarray, k: int,
+                       compute: Any) -> Any:
+    """Wav2Vec2-BERT ``_apply_relative_key_position_encoding``: ``q_i . table[clip(j - i, -K, K) + K]``
+    (Tq, Tk) for the case's positions. Query ``i`` sits at row ``qp[i]`` of batch ``i``, the keys
+    are rows ``0..max(kp)``, and the wanted entries are gathered."""
+    w2v = _transformers("wav2vec2_bert.modeling_wav2vec2_bert")
+    config = w2v.Wav2Vec2BertConfig(hidden_size=table.shape[1], num_attention_heads=1,
+                                    position_embeddings_type="relative_key", left_max_position_embeddings=k,
+                                    right_max_position_embeddings=k)
+    module = w2v.Wav2Vec2BertSelfAttention(config).to(compute)
+    module.scaling = 1.0  # the op is unscaled (the module's own head_size**-0.5 is attention's scale)
+    tq = qp.size
+    query = torch.zeros(tq, 1, int(qp.max()) + 1, table.shape[1], dtype=compute)
+    query[torch.arange(tq), 0, torch.from_numpy(qp)] = torch.from_numpy(queries).to(compute)
+    key = torch.zeros(1, 1, int(kp.max()) + 1, table.shape[1], dtype=compute)
+    with torch.no_grad():
+        module.distance_embedding.weight.copy_(torch.from_numpy(table))
+        _, bias = w2v._apply_relative_key_position_encoding(module, query, key)  # (Tq, 1, Lq, Lk)
+    return bias[torch.arange(tq)[:, None], 0, torch.from_numpy(qp)[:, None], torch.from_numpy(kp)[None, :]]
+
+
+def _shaw_library(op: str, compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.shaw(params, inputs, op)
+        qp, kp = (positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
+        k = int(params["max_relative_position"])
+        if op == "shaw.index":  # a one-column table holding the row numbers, queries of 1: the bias is the row
+            rows = np.arange(2.0 * k + 1)[:, None]
+            table, queries = rows, np.ones((qp.size, 1))
+        else:
+            table, queries = a["table"], a["q"]
+        if params["sign"] == "query_minus_key":  # clip(i - j) + K reads row 2K - (clip(j - i) + K): the table flipped
+            table = table[::-1].copy()
+        term = _shaw_relative_key(table, queries, qp, kp, k, compute)
+        if op == "shaw.index":
+            return _numpy(torch.round(term).to(torch.int64))
+        q, keys = (torch.from_numpy(a[n]).to(compute) for n in ("q", "k"))
+        return _numpy(q @ keys.T + term)
+    return run
+
+
+def shaw_relative_key(dtype: str = "float64") -> Adapter:
+    call = ("transformers Wav2Vec2-BERT _apply_relative_key_position_encoding (position_embeddings_type="
+            "'relative_key', left = right = K, distance_embedding = the table, scaling 1)")
+    calls = {"shaw.index": call + " on a table of row numbers", "shaw.logits": "q @ k.T + " + call}
+    ops = {op: _shaw_library(op, TORCH_DTYPES[dtype]) for op in calls}
+    return Adapter("transformers-w2v-bert-relative-key", _version(), dtype, ops, {op: {} for op in ops}, calls,
+                   shaw_relative_key, ("float64", "float32"))
 
 
 # ------------------------------------------------------------------------------- torch port ---
@@ -1314,5 +1408,7 @@ MPT_ALIBI = mpt_alibi
 SDPA = sdpa
 LONGROPE = longrope
 INTERPOLATE = interpolate
+DEBERTA_SCORES = deberta_scores
+SHAW_RELATIVE_KEY = shaw_relative_key
 TORCH = torch_port
 ADAPTER = torch_port
