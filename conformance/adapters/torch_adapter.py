@@ -900,7 +900,7 @@ def _deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray])
     choice("distance_clamp", a["clamp"], ("none",))  # make_log_bucket_position has no distance clamp
     deberta = _deberta_v2()
     heads, tq, dim = a["q"].shape
-    tk, b, n = a["k"].shape[1], a["buckets"], a["qp"].size + a["kp"].size
+    b, n = a["buckets"], a["qp"].size + a["kp"].size
     factor = 1 + len(a["terms"])  # DisentangledSelfAttention.forward's scale_factor
     config = deberta.DebertaV2Config(hidden_size=2 * heads * dim, num_attention_heads=heads, relative_attention=True,
                                      position_buckets=b, max_relative_positions=a["limit"],
