@@ -1119,51 +1119,24 @@ def port_rope_apply(x: np.ndarray, pos: np.ndarray, rotary: int, params: Mapping
     return torch.cat([rotated, xt[..., space:]], dim=-1)
 
 
-def port_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], compute: Any) -> tuple[Any, Any]:
-    """Attention in torch with every option of the ``attention`` op: (output, weights)."""
-    q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
-    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-        raise _shape(f"q, k, v must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
-    b, h, tq, d = q.shape
-    if k.shape[0] != b or k.shape[-1] != d or v.shape[:3] != k.shape[:3] or h % k.shape[1]:
-        raise _shape(f"q {q.shape}, k {k.shape}, v {v.shape}: need equal B and D and H % Hkv == 0")
-    tk = k.shape[2]
-    alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
-    policy = choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
-    window = None if params["window"] is None else integer("window", params["window"], 1)
-    mask, padding, bias = np.asarray(inputs["mask"]), np.asarray(inputs["key_padding_mask"]), np.asarray(inputs["bias"])
-    if padding.ndim != 2 or padding.shape[-1] != tk or padding.shape[0] not in (1, b):
-        raise _shape(f"key_padding_mask must be (B, Tk) with Tk={tk}, got {padding.shape}")
-    try:
-        np.broadcast_shapes(mask.shape, (b, h, tq, tk))
-        np.broadcast_shapes(bias.shape, (b, h, tq, tk))
-    except ValueError as exc:
-        raise _shape(f"mask and bias must broadcast to {(b, h, tq, tk)}: {exc}") from exc
-    group = h // k.shape[1]
-    qt = torch.from_numpy(q).to(compute)
-    kt = torch.from_numpy(k).to(compute).repeat_interleave(group, dim=1)
-    vt = torch.from_numpy(v).to(compute).repeat_interleave(group, dim=1)
-    scale = 1.0 / math.sqrt(d) if params["scale"] is None else float(params["scale"])
-    scale *= float(params.get("softmax_multiplier", 1.0))  # DeepSeek's YaRN factor (1 elsewhere)
-    logits = (qt @ kt.transpose(-1, -2)) * scale + torch.from_numpy(bias).to(compute)
-    keep = torch.from_numpy(padding)[:, None, None, :].expand(b, h, tq, tk)
-    if mask.dtype == np.bool_:
-        keep = keep & torch.from_numpy(mask)
-    else:
-        additive = torch.from_numpy(mask).to(compute)
-        keep = keep & ~torch.isneginf(additive)
-        logits = logits + torch.where(torch.isneginf(additive), torch.zeros((), dtype=compute), additive)
-    offset = tk - tq if alignment == "bottom_right" else 0
-    distance = (torch.arange(tq)[:, None] + offset) - torch.arange(tk)[None, :]
-    if params["causal"]:
-        keep = keep & (distance >= 0)
-    if window is not None:
-        keep = keep & (distance < window)
-        if not params["causal"]:
-            keep = keep & (-distance < window)
+def port_softmax_attention(q: Any, k: Any, v: Any, keep: Any, scale: float, *, groups: int = 1,
+                           biases: tuple[Any, ...] = (), term: Any = None, value: Any = None,
+                           policy: str = "zeros") -> tuple[Any, Any]:
+    """Attention in torch: ``(q . k + term) * scale + biases``, softmax over the kept keys, then
+    ``weights @ v`` plus ``value(weights)`` (the value term); (output, weights).
+
+    q (B, H, Tq, D); k, v (B, Hkv, Tk, D) with query head h reading kv head h // groups; keep
+    (boolean) and the biases broadcast to (B, H, Tq, Tk). A row with every key masked gets
+    zeros, NaN or uniform weights (``policy``)."""
+    kt, vt = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    dot = q @ kt.transpose(-1, -2)
+    if term is not None:
+        dot = dot + term
+    logits = dot * scale
+    for bias in biases:
+        logits = logits + bias
+    keep = keep.expand(logits.shape)
     empty = ~keep.any(dim=-1, keepdim=True)
-    if policy == "error" and bool(empty.any()):
-        raise _invalid("a query row has every key masked")
     masked = logits.masked_fill(~keep, -math.inf)
     top = masked.amax(dim=-1, keepdim=True).masked_fill(empty, 0.0)
     e = torch.exp(masked - top)
@@ -1171,8 +1144,63 @@ def port_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], 
     if policy == "nan":
         weights = weights.masked_fill(empty, math.nan)
     elif policy == "uniform":
-        weights = torch.where(empty, torch.full_like(weights, 1.0 / tk), weights)
-    return weights @ vt, weights
+        weights = torch.where(empty, torch.full_like(weights, 1.0 / kt.shape[2]), weights)
+    output = weights @ vt
+    return (output if value is None else output + value(weights)), weights
+
+
+def port_attention(a: Mapping[str, Any], compute: Any, *, q: Any = None, k: Any = None, bias: Any = None,
+                   term: Any = None, value: Any = None) -> tuple[Any, Any]:
+    """:func:`port_softmax_attention` of a checked ``attention`` case (:func:`posenc_adapter_checks.attention`:
+    masks, padding, window and causal folded into ``keep``, the bias and the additive mask added
+    after the scale); a scheme passes its rotated ``q``/``k``, its ``bias``, or its ``term`` and
+    ``value`` (Shaw, Transformer-XL)."""
+    def tensor(name: str) -> Any:
+        return torch.from_numpy(np.ascontiguousarray(a[name])).to(compute)
+
+    biases = (tensor("bias"), tensor("additive")) + (() if bias is None else (bias,))
+    keep = torch.from_numpy(np.ascontiguousarray(a["keep"]))
+    return port_softmax_attention(tensor("q") if q is None else q, tensor("k") if k is None else k, tensor("v"),
+                                  keep, float(a["scale"]), groups=a["groups"], biases=biases, term=term, value=value,
+                                  policy=a["policy"])
+
+
+def port_alibi_bias(qp: np.ndarray, kp: np.ndarray, slopes: Any, form: str, compute: Any) -> Any:
+    """ALiBi bias ``m_h * signed distance`` (..., H, Tq, Tk) of (..., Tq) and (..., Tk) positions."""
+    i, j = torch.from_numpy(qp)[..., :, None], torch.from_numpy(kp)[..., None, :]
+    signed = {"relative_causal": j - i, "key_only": j.expand(i.shape[:-1] + j.shape[-1:]),
+              "symmetric": -(i - j).abs(), "bottom_right": -(i + kp.shape[-1] - qp.shape[-1] - j).abs()}[form]
+    return slopes[:, None, None] * signed[..., None, :, :].to(compute)
+
+
+def port_t5_bias(qp: np.ndarray, kp: np.ndarray, per_bucket: Any, conventions: tuple[str, int, int, int]) -> Any:
+    """T5 bias ``table[bucket(j - i), h]`` (..., H, Tq, Tk) of a (N, H) table."""
+    rel = torch.from_numpy(kp)[..., None, :] - torch.from_numpy(qp)[..., :, None]  # (..., Tq, Tk)
+    return torch.movedim(per_bucket[port_t5_bucket(rel, *conventions)], -1, -3)
+
+
+def port_xl_position(q: Any, v_bias: Any, w_r: Any, distance: np.ndarray, base: float, compute: Any) -> Any:
+    """Transformer-XL terms (b) + (d), ``(q_i + v_h) . (R_{d_ij} @ W_R[h])`` with ``R_d = [sin(d w) | cos(d w)]``,
+    ``w_k = base ** (-2k / D_r)``: q (..., H, Tq, D), v_bias (H, D), w_r (H, D_r, D), distance (Tq, Tk);
+    each distinct distance is embedded once. (..., H, Tq, Tk)."""
+    distinct, inverse = torch.unique(torch.from_numpy(distance), return_inverse=True)
+    width = w_r.shape[-2]
+    w = torch.tensor(base, dtype=compute) ** (-(2 * torch.arange(width // 2, dtype=compute)) / width)
+    theta = distinct.to(compute)[:, None] * w  # (U, D_r / 2)
+    r = torch.einsum("uc,hcd->hud", torch.cat([theta.sin(), theta.cos()], dim=-1), w_r)  # (H, U, D)
+    per_distance = (q + v_bias[:, None, :]) @ r.transpose(-1, -2)  # (..., H, Tq, U)
+    return torch.take_along_dim(per_distance, inverse.expand(per_distance.shape[:-2] + inverse.shape), dim=-1)
+
+
+def port_rel_shift(x: Any, variant: str, k_len: int) -> tuple[Any, Any]:
+    """The codebases' shifts of BD rows (Tq, R) in torch: Transformer-XL pads a zero column on the
+    left and reshapes (R = Tk); XLNet reshapes, drops a row and keeps Tk columns. (shifted, valid)."""
+    tq, rows = x.shape
+    i, j = torch.arange(tq)[:, None], torch.arange(k_len)[None, :]
+    if variant == "transformer_xl":
+        padded = torch.nn.functional.pad(x, (1, 0))  # (Tq, Tk + 1)
+        return padded.reshape(k_len + 1, tq)[1:].reshape(tq, k_len), (j <= k_len - tq + i).to(torch.int64)
+    return x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len], (j + tq - i < rows).to(torch.int64)
 
 
 def port_xpos(q: np.ndarray, k: np.ndarray, pos: np.ndarray, params: Mapping[str, Any],
@@ -1216,18 +1244,26 @@ def port_shaw_index(qp: np.ndarray, kp: np.ndarray, k: int, sign: str) -> Any:
     return torch.clamp(-distance if sign == "query_minus_key" else distance, -k, k) + k
 
 
-def port_shaw_logits(q: Any, k: Any, table: Any, index: Any) -> Any:
-    """``q_i . k_j + q_i . A^K[r_ij]`` (..., Tq, Tk): every query against the 2K + 1 rows, then gathered."""
+def port_shaw_key_term(q: Any, table: Any, index: Any) -> Any:
+    """``q_i . A^K[r_ij]`` (..., Tq, Tk): every query against the 2K + 1 rows, then gathered (no (Tq, Tk, D) gather)."""
     per_row = q @ table.transpose(-1, -2)  # (..., Tq, 2K + 1)
-    return q @ k.transpose(-1, -2) + torch.take_along_dim(per_row, index.expand(per_row.shape[:-1] + index.shape[-1:]),
-                                                          dim=-1)
+    return torch.take_along_dim(per_row, index.expand(per_row.shape[:-1] + index.shape[-1:]), dim=-1)
+
+
+def port_shaw_value_term(weights: Any, table: Any, index: Any) -> Any:
+    """``sum_j alpha_ij A^V[r_ij]`` (..., Tq, D): the weights summed per table row, times the rows."""
+    per_row = torch.zeros(weights.shape[:-1] + (table.shape[0],), dtype=weights.dtype)
+    return per_row.scatter_add(-1, index.expand(weights.shape), weights) @ table  # (..., Tq, 2K + 1) @ (2K + 1, D)
+
+
+def port_shaw_logits(q: Any, k: Any, table: Any, index: Any) -> Any:
+    """``q_i . k_j + q_i . A^K[r_ij]`` (..., Tq, Tk)."""
+    return q @ k.transpose(-1, -2) + port_shaw_key_term(q, table, index)
 
 
 def port_shaw_output(weights: Any, v: Any, table: Any, index: Any) -> Any:
-    """``sum_j alpha_ij (v_j + A^V[r_ij])`` (..., Tq, D): the weights summed per table row, times the rows."""
-    per_row = torch.zeros(weights.shape[:-1] + (table.shape[0],), dtype=weights.dtype)
-    per_row = per_row.scatter_add(-1, index.expand(weights.shape), weights)  # (..., Tq, 2K + 1)
-    return weights @ v + per_row @ table
+    """``sum_j alpha_ij (v_j + A^V[r_ij])`` (..., Tq, D)."""
+    return weights @ v + port_shaw_value_term(weights, table, index)
 
 
 def torch_port(dtype: str = "float64") -> Adapter:
@@ -1295,9 +1331,7 @@ def torch_port(dtype: str = "float64") -> Adapter:
                                                                                      inputs["key_positions"])
         if qp.shape[:-1] != kp.shape[:-1]:
             raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
-        rel = torch.from_numpy(kp)[..., None, :] - torch.from_numpy(qp)[..., :, None]  # (..., Tq, Tk)
-        rows = torch.from_numpy(np.ascontiguousarray(per_bucket)).to(out)[port_t5_bucket(rel, *conventions)]
-        return _numpy(torch.movedim(rows, -1, -3))  # (..., Tq, Tk, H) -> (..., H, Tq, Tk)
+        return _numpy(port_t5_bias(qp, kp, torch.from_numpy(np.ascontiguousarray(per_bucket)).to(out), conventions))
 
     def alibi_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         heads = _alibi_slopes_check(params)
@@ -1310,11 +1344,8 @@ def torch_port(dtype: str = "float64") -> Adapter:
                                                                                      inputs["key_positions"])
         if qp.shape[:-1] != kp.shape[:-1]:
             raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
-        i, j = torch.from_numpy(qp)[..., :, None], torch.from_numpy(kp)[..., None, :]
-        signed = {"relative_causal": j - i, "key_only": j.expand(i.shape[:-1] + j.shape[-1:]),
-                  "symmetric": -(i - j).abs(), "bottom_right": -(i + kp.shape[-1] - qp.shape[-1] - j).abs()}[form]
         m = port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), compute)
-        return _numpy((m[:, None, None] * signed[..., None, :, :].to(compute)).to(out))
+        return _numpy(port_alibi_bias(qp, kp, m, form, compute).to(out))
 
     def alibi_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         mask = np.asarray(inputs["attention_mask"])
@@ -1325,9 +1356,81 @@ def torch_port(dtype: str = "float64") -> Adapter:
         m = torch.from_numpy(mask.astype(np.int64))
         return _numpy((m.cumsum(-1) - 1) * m)
 
+    def pair(result: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
+        return _numpy(result[0].to(out)), _numpy(result[1].to(out))
+
+    def tensor(array: np.ndarray) -> Any:
+        return torch.from_numpy(np.ascontiguousarray(array)).to(compute)
+
     def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        output, weights = port_attention(params, inputs, compute)
-        return _numpy(output.to(out)), _numpy(weights.to(out))
+        return pair(port_attention(checks.attention(params, inputs), compute))
+
+    def attention_terms(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_terms(params, inputs)
+        value_term = tensor(a["value_term"])
+        return pair(port_attention(a, compute, term=tensor(a["term"]),
+                                   value=lambda w: (w[..., None] * value_term).sum(dim=-2)))
+
+    def attention_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_rope(params, inputs)
+        rope = {"base": a["base"], "partial": "prefix", "layout": a["layout"], "attention_factor": 1.0}
+        d = a["q"].shape[-1]
+        return pair(port_attention(a, compute, q=port_rope_apply(a["q"], a["q_positions"], d, rope, compute),
+                                   k=port_rope_apply(a["k"], a["k_positions"], d, rope, compute)))
+
+    def attention_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_alibi(params, inputs)
+        slopes = port_alibi_slopes(a["q"].shape[1], "press", 8.0, compute)
+        return pair(port_attention(a, compute, bias=port_alibi_bias(a["q_positions"], a["k_positions"], slopes,
+                                                                    a["form"], compute)))
+
+    def attention_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_t5(params, inputs)
+        conventions = (a["direction"], a["buckets"], a["limit"], a["side"] // 2)
+        return pair(port_attention(a, compute, bias=port_t5_bias(a["q_positions"], a["k_positions"],
+                                                                 tensor(a["table"]), conventions)))
+
+    def attention_shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_shaw(params, inputs)
+        qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
+        index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
+        keys, values = tensor(a["rel_keys"]), tensor(a["rel_values"])
+        q = tensor(a["q"])
+        return pair(port_attention(a, compute, q=q, term=port_shaw_key_term(q, keys, index),
+                                   value=lambda w: port_shaw_value_term(w, values, index)))
+
+    def attention_xl(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_xl(params, inputs)
+        q, k = tensor(a["q"]), tensor(a["k"]).repeat_interleave(a["groups"], dim=1)  # k mapped to query heads
+        content = torch.einsum("hd,bhkd->bhk", tensor(a["u_bias"]), k)[:, :, None, :]  # term (c): u_h . k_j
+        position = port_xl_position(q, tensor(a["v_bias"]), tensor(a["w_r"]), a["distance"], a["base"], compute)
+        return pair(port_attention(a, compute, q=q, term=position + content))
+
+    def attention_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.attention_pipeline(params, inputs)
+        b, t = a["tokens"].shape
+        heads, kv_heads, d = a["heads"], a["kv_heads"], a["head_dim"]
+        x = tensor(a["embedding"])[torch.from_numpy(a["tokens"])]  # (B, T, width)
+        pe = tensor(a["pe"])
+        if a["placement"] == "input":
+            x = x + pe
+        q, k, v = ((x @ tensor(a[w])).reshape(b, t, n, d).transpose(1, 2)
+                   for w, n in (("w_q", heads), ("w_k", kv_heads), ("w_v", kv_heads)))
+        output, _ = port_softmax_attention(q, k, v, torch.from_numpy(a["keep"]), float(a["scale"]), groups=a["groups"])
+        y = output.transpose(1, 2).reshape(b, t, heads * d) @ tensor(a["w_o"])
+        return _numpy((y + pe if a["placement"] == "after_block" else y).to(out))
+
+    def xl_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.xl_score(params, inputs)
+        q = tensor(a["q"])
+        position = port_xl_position(q[None], tensor(a["v"])[None], tensor(a["w_r"])[None], a["distance"], a["base"],
+                                    compute)[0]
+        return _numpy(((q + tensor(a["u"])) @ tensor(a["k"]).T + position).to(out))
+
+    def rel_shift(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.rel_shift(params, inputs)
+        shifted, valid = port_rel_shift(tensor(a["x"]), a["variant"], a["k_len"])
+        return _numpy(shifted.to(out)), _numpy(valid)
 
     def rope_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         width = choice("width", params["width"], ("half", "full", "full_interleaved"))
@@ -1384,7 +1487,11 @@ def torch_port(dtype: str = "float64") -> Adapter:
            "rope.apply": rope_apply, "rope.scores": rope_scores, "t5.bucket": t5_bucket, "t5.bias": t5_bias,
            "alibi.slopes": alibi_slopes, "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions,
            "attention": attention, "rope.xpos": xpos, "deberta.scores": deberta_scores,
-           **{op: shaw(op) for op in ("shaw.index", "shaw.logits", "shaw.output")}}
+           **{op: shaw(op) for op in ("shaw.index", "shaw.logits", "shaw.output")},
+           "transformer_xl.score": xl_score, "transformer_xl.rel_shift": rel_shift,
+           "attention.terms": attention_terms, "attention.pipeline": attention_pipeline,
+           "attention.rope": attention_rope, "attention.alibi": attention_alibi, "attention.t5": attention_t5,
+           "attention.shaw": attention_shaw, "attention.xl": attention_xl}
     return Adapter("torch-port", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
                    {op: "torch port (conformance/adapters/torch_adapter.py)" for op in ops}, torch_port,
                    tuple(TORCH_DTYPES))
