@@ -985,6 +985,90 @@ def shaw_relative_key(dtype: str = "float64") -> Adapter:
                    shaw_relative_key, ("float64", "float32"))
 
 
+# ---------------------------------------------------------- transformers XLNet / Parakeet shifts ---
+
+def _xlnet() -> Any:
+    return _transformers("xlnet.modeling_xlnet")
+
+
+def _parakeet_rel_shift(x: Any) -> Any:
+    """Parakeet's ``ParakeetEncoderAttention._rel_shift`` (Transformer-XL appendix B) of a (Tq, Tk) matrix."""
+    parakeet = _transformers("parakeet.modeling_parakeet")
+    config = parakeet.ParakeetEncoderConfig(hidden_size=2, num_attention_heads=1, num_key_value_heads=1,
+                                            intermediate_size=2, num_hidden_layers=0)
+    return parakeet.ParakeetEncoderAttention(config, layer_idx=0)._rel_shift(x[None, None])[0, 0]
+
+
+def _xlnet_rel_shift(x: Any, k_len: int) -> Any:
+    """XLNet's ``XLNetRelativeAttention.rel_shift_bnij`` of a (Tq, R) matrix, ``klen = k_len``."""
+    return _xlnet().XLNetRelativeAttention.rel_shift_bnij(x[None, None], klen=k_len)[0, 0]
+
+
+def _rel_shift_library(compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.rel_shift(params, inputs)
+        tq, rows, tk = a["tq"], a["rows"], a["k_len"]
+
+        def shift(x: Any) -> Any:
+            return _xlnet_rel_shift(x, tk) if a["variant"] == "xlnet" else _parakeet_rel_shift(x)
+
+        with torch.no_grad():
+            shifted = shift(torch.from_numpy(a["x"]).to(compute))
+            # valid: the same shift of each entry's label 1 + i R + c (0 = the padding column), exact in float64;
+            # an entry is direct where it came from its own row i and the row distance of its column is m + i - j
+            moved = shift(1 + torch.arange(tq * rows, dtype=torch.float64).reshape(tq, rows)).to(torch.int64)
+        row, column = (moved - 1) // rows, (moved - 1) % rows
+        distance = (tk if a["variant"] == "xlnet" else tk - 1) - column  # rho_c of each codebase's R rows
+        i, j = torch.arange(tq)[:, None], torch.arange(tk)[None, :]
+        valid = (moved > 0) & (row == i) & (distance == tk - tq + i - j)
+        return _numpy(shifted), _numpy(valid.to(torch.int64))
+    return run
+
+
+def rel_shift(dtype: str = "float64") -> Adapter:
+    calls = {"transformer_xl.rel_shift": "transformers XLNetRelativeAttention.rel_shift_bnij (variant xlnet) and "
+                                         "ParakeetEncoderAttention._rel_shift (variant transformer_xl); valid: the "
+                                         "same shift of the entries' labels"}
+    ops = {"transformer_xl.rel_shift": _rel_shift_library(TORCH_DTYPES[dtype])}
+    return Adapter("transformers-rel-shift", _version(), dtype, ops, {"transformer_xl.rel_shift": {}}, calls,
+                   rel_shift, tuple(TORCH_DTYPES))
+
+
+def _xlnet_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    a = checks.xl_score(params, inputs)
+    xlnet = _xlnet()
+    qp, kp = a["qp"], a["kp"]
+    tq, dim, width = qp.size, a["q"].shape[1], a["w_r"].shape[0]
+    # XLNet numbers a segment of qlen queries after klen - qlen memory keys: queries at positions lo..top over
+    # keys 0..top, query i alone in batch i at row qp[i] - lo, key j at row kp[j] (zeros elsewhere)
+    lo, top = int(qp.min()), int(kp.max())
+    qlen, klen = top + 1 - lo, top + 1
+    config = xlnet.XLNetConfig(vocab_size=1, d_model=width, n_head=1, n_layer=0, attn_type="bi", bi_data=False,
+                               clamp_len=a["clamp_len"], pad_token_id=None, bos_token_id=None, eos_token_id=None)
+    model = xlnet.XLNetModel(config)
+    q_head = torch.zeros(qlen, tq, 1, dim)
+    q_head[torch.from_numpy(qp - lo), torch.arange(tq), 0] = torch.from_numpy(a["q"]).to(torch.float32)
+    k_head_h = torch.zeros(klen, tq, 1, dim)
+    k_head_h[torch.from_numpy(kp)] = torch.from_numpy(a["k"]).to(torch.float32)[:, None, None, :]
+    u, v, w_r = (torch.from_numpy(a[n]).to(torch.float32) for n in ("u", "v", "w_r"))
+    with torch.no_grad():
+        r = model.relative_positional_encoding(qlen, klen, bsz=tq)  # (klen + qlen, Tq, D_r): distances klen..1-qlen
+        k_head_r = torch.einsum("ibh,hnd->ibnd", r, w_r[:, None, :])  # XLNetRelativeAttention.forward's r projection
+        ac = torch.einsum("ibnd,jbnd->bnij", q_head + u, k_head_h)  # rel_attn_core: r_w_bias = u
+        bd = torch.einsum("ibnd,jbnd->bnij", q_head + v, k_head_r)  # rel_attn_core: r_r_bias = v
+        bd = xlnet.XLNetRelativeAttention.rel_shift_bnij(bd, klen=ac.shape[3])
+    score = (ac + bd)[torch.arange(tq), 0, torch.from_numpy(qp - lo)]  # (Tq, klen)
+    return _numpy(score[:, torch.from_numpy(kp)])
+
+
+def xlnet_score() -> Adapter:
+    calls = {"transformer_xl.score": "transformers XLNetModel.relative_positional_encoding (attn_type='bi', "
+                                     "clamp_len) + XLNetRelativeAttention.rel_shift_bnij, with rel_attn_core's "
+                                     "ac and bd einsums (r_w_bias = u, r_r_bias = v, W_R as its r)"}
+    return Adapter("transformers-xlnet-score", _version(), "float32", {"transformer_xl.score": _xlnet_score},
+                   {"transformer_xl.score": {"base": (10000.0,)}}, calls)
+
+
 # ------------------------------------------------------------------------------- torch port ---
 
 def _frequencies(width: int, base: float, ladder: str, compute: Any) -> Any:
@@ -1517,5 +1601,7 @@ LONGROPE = longrope
 INTERPOLATE = interpolate
 DEBERTA_SCORES = deberta_scores
 SHAW_RELATIVE_KEY = shaw_relative_key
+REL_SHIFT = rel_shift
+XLNET_SCORE = xlnet_score
 TORCH = torch_port
 ADAPTER = torch_port
