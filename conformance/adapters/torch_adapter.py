@@ -1061,12 +1061,58 @@ def _xlnet_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) ->
     return _numpy(score[:, torch.from_numpy(kp)])
 
 
-def xlnet_score() -> Adapter:
+
+def _xlnet_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_xl(params, inputs)
+    xlnet = _xlnet()
+    qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
+    if np.unique(qp).size != qp.size:
+        raise _invalid(f"XLNet numbers one query per position, got repeated q_positions {qp.tolist()}")
+    b, h, tq, d = a["q"].shape
+    tk, width = a["k"].shape[2], a["w_r"].shape[1]
+    # the XLNet segment: queries at positions lo..top over keys 0..top (query i at row qp[i] - lo, key j at
+    # row kp[j]); slots that hold no query or key are masked; XLNet has no grouped heads: kv heads repeated
+    lo, top = int(qp.min()), int(kp.max())
+    qlen, klen = top + 1 - lo, top + 1
+    rows, keys = torch.from_numpy(qp - lo), torch.from_numpy(kp)
+
+    def segment(array: np.ndarray, length: int, at: Any) -> Any:  # (B, H, T, D) -> XLNet's (length, B, H, D)
+        out = torch.zeros(length, b, h, d)
+        out[at] = torch.from_numpy(array).to(torch.float32).permute(2, 0, 1, 3)
+        return out
+
+    q_head = segment(a["q"], qlen, rows)
+    k_head_h, v_head_h = (segment(np.repeat(a[n], a["groups"], axis=1), klen, keys) for n in ("k", "v"))
+    allowed = torch.zeros(qlen, klen, dtype=torch.bool)
+    allowed[rows[:, None], keys[None, :]] = torch.from_numpy(np.broadcast_to(a["keep"], (1, 1, tq, tk))[0, 0].copy())
+    attn_mask = (~allowed).to(torch.float32)[:, :, None, None]  # 1 = masked (XLNet subtracts 1e30)
+    positional = xlnet.XLNetModel(xlnet.XLNetConfig(vocab_size=1, d_model=width, n_head=1, n_layer=0, attn_type="bi",
+                                                    bi_data=False, clamp_len=-1, pad_token_id=None,
+                                                    bos_token_id=None, eos_token_id=None))
+    layer = xlnet.XLNetRelativeAttention(xlnet.XLNetConfig(vocab_size=1, d_model=h * d, n_head=h, n_layer=0,
+                                                           pad_token_id=None, bos_token_id=None, eos_token_id=None))
+    layer.eval()
+    layer.scale = float(a["scale"])  # XLNet's 1 / sqrt(d_head), times softmax_multiplier, or the case's scale
+    with torch.no_grad():
+        layer.r_w_bias.copy_(torch.from_numpy(a["u_bias"]))
+        layer.r_r_bias.copy_(torch.from_numpy(a["v_bias"]))
+        r = positional.relative_positional_encoding(qlen, klen, bsz=b)  # (klen + qlen, B, D_r)
+        w_r = torch.from_numpy(a["w_r"]).to(torch.float32).permute(1, 0, 2)  # (D_r, H, D): XLNet's r parameter
+        k_head_r = torch.einsum("ibh,hnd->ibnd", r, w_r)  # as XLNetRelativeAttention.forward projects r
+        output, weights = layer.rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, attn_mask=attn_mask,
+                                              output_attentions=True)  # (qlen, B, H, D), (qlen, klen, B, H)
+    return _numpy(output[rows].permute(1, 2, 0, 3)), _numpy(weights[rows][:, keys].permute(2, 3, 0, 1))
+
+def xlnet() -> Adapter:
     calls = {"transformer_xl.score": "transformers XLNetModel.relative_positional_encoding (attn_type='bi', "
                                      "clamp_len) + XLNetRelativeAttention.rel_shift_bnij, with rel_attn_core's "
-                                     "ac and bd einsums (r_w_bias = u, r_r_bias = v, W_R as its r)"}
-    return Adapter("transformers-xlnet-score", _version(), "float32", {"transformer_xl.score": _xlnet_score},
-                   {"transformer_xl.score": {"base": (10000.0,)}}, calls)
+                                     "ac and bd einsums (r_w_bias = u, r_r_bias = v, W_R as its r)",
+             "attention.xl": "transformers XLNetRelativeAttention.rel_attn_core (r_w_bias = u, r_r_bias = v, "
+                             "output_attentions) on XLNetModel.relative_positional_encoding rows projected by W_R, "
+                             "the causal mask as its attn_mask"}
+    ops = {"transformer_xl.score": _xlnet_score, "attention.xl": _xlnet_attention}
+    caps = {"transformer_xl.score": {"base": (10000.0,)}, "attention.xl": {"base": (10000.0,)}}
+    return Adapter("transformers-xlnet", _version(), "float32", ops, caps, calls)
 
 
 # ------------------------------------------ transformers eager attention with a scheme plugged in ---
@@ -1699,7 +1745,7 @@ INTERPOLATE = interpolate
 DEBERTA_SCORES = deberta_scores
 SHAW_RELATIVE_KEY = shaw_relative_key
 REL_SHIFT = rel_shift
-XLNET_SCORE = xlnet_score
+XLNET = xlnet
 EAGER_ATTENTION = eager_attention
 TORCH = torch_port
 ADAPTER = torch_port
