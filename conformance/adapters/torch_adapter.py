@@ -1212,6 +1212,41 @@ def eager_attention() -> Adapter:
                             calls, supports=_eager_supports)
 
 
+def _torch_layer(compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.attention_pipeline(params, inputs)
+        b, t = a["tokens"].shape
+        heads, kv_heads, d = a["heads"], a["kv_heads"], a["head_dim"]
+
+        def linear(name: str) -> Any:  # torch.nn.Linear(bias=False) holding the case's (in, out) matrix
+            weight = torch.from_numpy(np.ascontiguousarray(a[name].T)).to(compute)
+            layer = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False, dtype=compute)
+            layer.weight.copy_(weight)
+            return layer
+
+        with torch.no_grad():
+            x = torch.nn.Embedding.from_pretrained(torch.from_numpy(a["embedding"]).to(compute))(
+                torch.from_numpy(a["tokens"]))
+            pe = torch.from_numpy(a["pe"]).to(compute)
+            if a["placement"] == "input":
+                x = x + pe
+            q, k, v = (linear(w)(x).reshape(b, t, n, d).transpose(1, 2)
+                       for w, n in (("w_q", heads), ("w_k", kv_heads), ("w_v", kv_heads)))
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=a["causal"],
+                                                                   enable_gqa=heads != kv_heads)
+            y = linear("w_o")(out.transpose(1, 2).reshape(b, t, heads * d))
+        return _numpy(y + pe if a["placement"] == "after_block" else y)
+    return run
+
+
+def torch_layer(dtype: str = "float64") -> Adapter:
+    calls = {"attention.pipeline": "torch.nn.Embedding.from_pretrained, torch.nn.Linear (bias=False) projections, "
+                                   "torch.nn.functional.scaled_dot_product_attention (is_causal, enable_gqa)"}
+    return Adapter("torch-nn-layer", f"torch {torch.__version__}", dtype,
+                   {"attention.pipeline": _torch_layer(TORCH_DTYPES[dtype])}, {"attention.pipeline": {}}, calls,
+                   torch_layer, tuple(TORCH_DTYPES))
+
+
 # ------------------------------------------------------------------------------- torch port ---
 
 def _frequencies(width: int, base: float, ladder: str, compute: Any) -> Any:
@@ -1747,5 +1782,6 @@ SHAW_RELATIVE_KEY = shaw_relative_key
 REL_SHIFT = rel_shift
 XLNET = xlnet
 EAGER_ATTENTION = eager_attention
+TORCH_LAYER = torch_layer
 TORCH = torch_port
 ADAPTER = torch_port
