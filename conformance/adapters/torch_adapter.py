@@ -1,6 +1,8 @@
 """PyTorch adapters: transformers and torch functions where they exist, and a torch port of other ops.
 
-Library adapters (each runs the named third-party function; nothing is re-implemented):
+Library adapters (each runs the named third-party function; the adapter wires the case into it, and
+where the library keeps an intermediate inside a method that returns only later results, the few
+torch lines standing for that part are named in the footnotes):
 
 ==================== ===================== ========================================================= =================
 adapter              op                    library function called                                   computes in
@@ -49,6 +51,23 @@ adapter              op                    library function called              
 ``INTERPOLATE``      resample.*            ``torch.nn.functional.interpolate`` (bicubic, bilinear,    float64, float32
                                            ``antialias``, ``align_corners``, ``size`` or
                                            ``scale_factor``) [6]_
+``DEBERTA_SCORES``   deberta.scores        DeBERTa-v2 ``DisentangledSelfAttention``                   float32 [7]_
+                     (distance_clamp none) ``.disentangled_attention_bias`` (``share_att_key``,
+                                           ``pos_att_type``, ``scaled_size_sqrt``) on
+                                           ``make_log_bucket_position`` relative positions
+``SHAW_W2V_BERT``    shaw.index,           Wav2Vec2-BERT ``_apply_relative_key_position_encoding``    float64, float32
+                     shaw.logits           (``relative_key``, left = right = K) [8]_
+``REL_SHIFT``        transformer_xl        XLNet ``XLNetRelativeAttention.rel_shift_bnij`` (xlnet),   float64, float32,
+                     .rel_shift            Parakeet ``ParakeetEncoderAttention._rel_shift``           float16, bfloat16
+                                           (transformer_xl) [9]_
+``XLNET``            transformer_xl.score, XLNet ``XLNetModel.relative_positional_encoding`` and      float32 [10]_
+                     attention.xl          ``rel_shift_bnij`` (score); ``rel_attn_core`` (attention)
+``EAGER_ATTENTION``  attention.rope,       Llama ``eager_attention_forward`` after Llama / GPT-J      float32 [11]_
+                     attention.alibi,      rotary at each side's positions, BLOOM
+                     attention.t5          ``build_alibi_tensor`` or T5 ``compute_bias``
+``TORCH_LAYER``      attention.pipeline    ``torch.nn.Embedding``, ``torch.nn.Linear`` (no bias),     float64, float32,
+                                           ``scaled_dot_product_attention`` (``is_causal``,           float16, bfloat16
+                                           ``enable_gqa``)
 ==================== ===================== ========================================================= =================
 
 .. [1] The table is built in float64 NumPy and copied through ``torch.FloatTensor``: every
@@ -83,6 +102,48 @@ adapter              op                    library function called              
    0.6961 ... 14.3039), so the adapter never resamples along a height next to a width of 1.
    ``bicubic`` is ``a = -0.75`` without antialias and ``a = -0.5`` with it; other ``cubic_a``
    values are not_applicable.
+.. [7] ``share_att_key=True``, ``hidden_size = 2 H D`` with ``attention_head_size = D``: row ``r``
+   of ``rel_embeddings`` holds ``[Kr of every head | Qr of every head]`` and ``key_proj`` /
+   ``query_proj`` are ``[I 0]`` / ``[0 I]`` with zero bias, so the positional layers are the
+   case's ``pos_key`` and ``pos_query`` exactly. Queries and keys sit in one sequence of
+   ``Tq + Tk`` slots at the case's positions (queries over zero keys, then keys over zero
+   queries) and ``relative_pos`` is ``make_log_bucket_position`` of the slots' position
+   differences, so ``Tq != Tk`` and arbitrary positions reach both terms (the library's own p2c
+   gathers a ``(Tk, Tk)`` block: with ``Tq != Tk`` it raises a size mismatch when added to the
+   ``(Tq, Tk)`` c2p term); the scores are the slots' query-by-key block. The content term is ``forward``'s ``bmm(q, k^T / scale)`` (``forward``
+   itself returns only the softmax). ``scaled_size_sqrt`` builds ``sqrt(d (1 + n))`` as a float32
+   tensor, so the adapter says float32. ``distance_clamp="max_relative_positions"`` is
+   not_applicable (``make_log_bucket_position`` has no distance clamp).
+.. [8] ``_apply_relative_key_position_encoding(module, query, key)`` numbers queries ``0..Tq-1``
+   and keys ``0..Tk-1``, ``clip(j - i, -left, right) + left``: query ``i`` sits alone in batch
+   ``i`` at row ``q_positions[i]`` over keys ``0..max(k_positions)``, and the case's entries are
+   gathered. ``module.scaling = 1`` (the op is unscaled). ``sign="query_minus_key"`` reads row
+   ``clip(i - j) + K = 2K - (clip(j - i) + K)``: the table flipped. ``shaw.index`` runs it on a
+   one-column table of row numbers with queries of 1; ``shaw.logits`` adds ``q @ k.T`` (which the
+   module leaves to its attention function). ``shaw.output`` is not offered: ``relative_key``
+   has no relative value term.
+.. [9] Both shifts only move entries; ``valid`` is the same shift applied to each entry's label
+   ``1 + i R + c`` (0 = the padding column, exact in float64): an entry is direct where it came
+   from its own row and its column's row distance is ``m + i - j``.
+.. [10] ``relative_positional_encoding`` builds its frequencies and distances in float32
+   (``.float()``), ``attn_type="bi"`` (rows ``klen .. 1 - qlen``), ``clamp_len`` as XLNet's, base
+   10000 only. XLNet numbers a segment of ``qlen`` queries after ``klen - qlen`` memory keys:
+   the queries sit at rows ``q_positions - min(q_positions)`` of a segment ending at
+   ``max(k_positions)``, the keys at rows ``k_positions`` (zeros elsewhere; for the score one
+   query per batch row, for attention the empty slots are masked). Score: ``rel_attn_core``
+   returns only the softmax, so its two einsums (``ac`` with ``r_w_bias = u``, ``bd`` with
+   ``r_r_bias = v``) and the forward's ``r`` projection are written here around the library's
+   ``rel_shift_bnij``. Attention: ``rel_attn_core`` itself (``output_attentions``), ``W_R`` as
+   the ``(D_r, H, D)`` projection of the rows, ``scale`` as ``layer.scale``, the causal mask as
+   its ``attn_mask``; kv heads are repeated (XLNet has no grouped heads).
+.. [11] ``eager_attention_forward`` takes its softmax in float32 (``dtype=torch.float32``), so the
+   adapter says float32; the scheme's bias and the causal mask (0 or ``-inf``, the case's
+   alignment) are its ``attention_mask``, ``scaling`` is the case's scale times
+   ``softmax_multiplier``. RoPE: q and k rotated at their own positions (Llama ``rotate_half``;
+   ``layout="interleaved"`` through GPT-J, base 10000 only). ALiBi: BLOOM's ``m_h p_j`` (the key
+   positions must be BLOOM mask positions, ``0..Tk-1`` after left padding) differs from
+   ``relative_causal``'s ``-m_h (p_i - p_j)`` by ``m_h p_i`` per row, which softmax cancels;
+   ``form="symmetric"`` is not_applicable. T5: ``compute_bias`` as in ``T5_BIAS``.
 
 The library functions build a table for rows ``0..n-1`` (or a grid from ``arange``); the
 adapter asks for ``n = max(row) + 1`` rows and gathers the requested rows with torch indexing.
@@ -99,11 +160,15 @@ file before the library is called; what the library itself accepts or refuses be
 ``torch_library.toml``.
 
 Port adapter ``TORCH``: a torch port of the absolute ops, ``rope.apply``, ``rope.cos_sin``,
-``rope.scores`` (xPos weighting included), ``t5.bucket``,
-``t5.bias``, ``deberta.bucket``, ``deberta.index``,
-``alibi.slopes``, ``alibi.bias``, ``alibi.mask_positions`` and ``attention``, every convention of
-each (float64, float32;
-float16 and bfloat16 computed in float32 and rounded once at the end, as frameworks do).
+``rope.scores`` (xPos weighting included), ``rope.xpos``, ``t5.bucket``, ``t5.bias``,
+``deberta.bucket``, ``deberta.index``, ``deberta.scores``, ``alibi.slopes``, ``alibi.bias``,
+``alibi.mask_positions``, ``shaw.index``, ``shaw.logits``, ``shaw.output``,
+``transformer_xl.score``, ``transformer_xl.rel_shift``, ``attention``, ``attention.terms``,
+``attention.pipeline`` and ``attention`` with RoPE, ALiBi, T5, Shaw and Transformer-XL plugged in
+(``attention.rope`` ... ``attention.xl``: the scheme's torch port feeding the one
+:func:`port_attention`), every convention of each (float64, float32; float16 and bfloat16
+computed in float32 and rounded once at the end, as frameworks do). Inputs of the relative and
+attention ops are checked by :mod:`posenc_adapter_checks`.
 
 Run::
 
@@ -632,17 +697,9 @@ def _bloom_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
     if k.shape[:-1] != q.shape[:-1] or q.ndim > 2:
         raise _shape(f"query_positions and key_positions must agree on the batch, got {q.shape} and {k.shape}")
     choice("form", params["form"], ("key_only",))
-    rows = k.reshape(-1, k.shape[-1])
-    # BLOOM numbers keys (cumsum(mask) - 1) * mask: recover the left-padding mask that gives these positions
-    masks = []
-    for row in rows:
-        pad = next((p for p in range(row.size) if not row[:p].any() and
-                    np.array_equal(row[p:], np.arange(row.size - p))), None)
-        if pad is None:
-            raise RuntimeError(f"key positions {row.tolist()} are not BLOOM mask positions")
-        masks.append((np.arange(row.size) >= pad).astype(np.int64))
+    masks = _bloom_key_masks(k)  # BLOOM numbers keys (cumsum(mask) - 1) * mask
     bloom = _transformers("bloom.modeling_bloom")
-    alibi = bloom.build_alibi_tensor(torch.from_numpy(np.stack(masks)), heads, torch.float32)  # (B*H, 1, Tk)
+    alibi = bloom.build_alibi_tensor(torch.from_numpy(masks), heads, torch.float32)  # (B*H, 1, Tk)
     bias = alibi.reshape(len(masks), heads, 1, k.shape[-1]).expand(-1, -1, q.shape[-1], -1)
     return _numpy(bias.reshape(k.shape[:-1] + (heads, q.shape[-1], k.shape[-1])))
 
@@ -976,13 +1033,13 @@ def _shaw_library(op: str, compute: Any) -> Any:
     return run
 
 
-def shaw_relative_key(dtype: str = "float64") -> Adapter:
+def shaw_w2v_bert(dtype: str = "float64") -> Adapter:
     call = ("transformers Wav2Vec2-BERT _apply_relative_key_position_encoding (position_embeddings_type="
             "'relative_key', left = right = K, distance_embedding = the table, scaling 1)")
     calls = {"shaw.index": call + " on a table of row numbers", "shaw.logits": "q @ k.T + " + call}
     ops = {op: _shaw_library(op, TORCH_DTYPES[dtype]) for op in calls}
     return Adapter("transformers-w2v-bert-relative-key", _version(), dtype, ops, {op: {} for op in ops}, calls,
-                   shaw_relative_key, ("float64", "float32"))
+                   shaw_w2v_bert, ("float64", "float32"))
 
 
 # ---------------------------------------------------------- transformers XLNet / Parakeet shifts ---
@@ -1778,7 +1835,7 @@ SDPA = sdpa
 LONGROPE = longrope
 INTERPOLATE = interpolate
 DEBERTA_SCORES = deberta_scores
-SHAW_RELATIVE_KEY = shaw_relative_key
+SHAW_W2V_BERT = shaw_w2v_bert
 REL_SHIFT = rel_shift
 XLNET = xlnet
 EAGER_ATTENTION = eager_attention
