@@ -110,9 +110,10 @@ adapter              op                    library function called              
    queries) and ``relative_pos`` is ``make_log_bucket_position`` of the slots' position
    differences, so ``Tq != Tk`` and arbitrary positions reach both terms (the library's own p2c
    gathers a ``(Tk, Tk)`` block: with ``Tq != Tk`` it raises a size mismatch when added to the
-   ``(Tq, Tk)`` c2p term); the scores are the slots' query-by-key block. The content term is ``forward``'s ``bmm(q, k^T / scale)`` (``forward``
-   itself returns only the softmax). ``scaled_size_sqrt`` builds ``sqrt(d (1 + n))`` as a float32
-   tensor, so the adapter says float32. ``distance_clamp="max_relative_positions"`` is
+   ``(Tq, Tk)`` c2p term); the scores are the slots' query-by-key block. The content term is
+   ``forward``'s ``bmm(q, k^T / scale)`` (``forward`` itself returns only the softmax).
+   ``scaled_size_sqrt`` builds ``sqrt(d (1 + n))`` as a float32 tensor, so the adapter says
+   float32. ``distance_clamp="max_relative_positions"`` is
    not_applicable (``make_log_bucket_position`` has no distance clamp).
 .. [8] ``_apply_relative_key_position_encoding(module, query, key)`` numbers queries ``0..Tq-1``
    and keys ``0..Tk-1``, ``clip(j - i, -left, right) + left``: query ``i`` sits alone in batch
