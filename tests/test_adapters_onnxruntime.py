@@ -27,7 +27,8 @@ def _module():
 COVERED = {"sinusoidal.table", "sinusoidal.fairseq", "grid2d.sincos", "learned.lookup", "rope.inv_freq",
            "rope.cos_sin", "rope.apply", "rope.scores", "alibi.slopes", "alibi.bias", "alibi.mask_positions",
            "t5.bucket", "t5.bias", "deberta.bucket", "deberta.index",
-           "deberta.scores", "attention"}
+           "deberta.scores", "attention", "rope.xpos", "rope.mrope_cos_sin", "shaw.index", "shaw.logits",
+           "shaw.output"}
 
 
 def _covered(entry):

@@ -44,10 +44,19 @@ the caches), as a float16 model feeds them.
 and ``deberta.*`` are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64
 truncating, ``Where``, ``Gather``, ``Transpose``, ...); the bucket ladders are the float formulas
 of transformers. ``rope.inv_freq`` (every rope_type but longrope): the per-pair arrays in the graph,
-the scalars in Python float64 as transformers keeps them. Not built (not_applicable):
-rope.longrope_inv_freq, rope.xpos,
-rope.mrope_cos_sin, shaw.*, transformer_xl.*, resample.*,
-attention.terms, attention.pipeline.
+the scalars in Python float64 as transformers keeps them.
+
+``rope.xpos`` is a primitive graph (not ``RotaryEmbedding``, which has no per-pair scale): the pair
+channels (``Slice``, or ``Reshape`` to (..., D/2, 2) for interleaved pairs) rotated with ``Mul``/``Sub``/
+``Add`` at ``Pow(base, -2i/D)``, then times ``Pow(zeta, (p - c)/B)`` for q and its ``Reciprocal`` for k;
+a scale that overflows the compute dtype (``IsInf``) is refused as ``out_of_range``.
+``rope.mrope_cos_sin``: ``Gather`` of each pair's stream from the (3, ...) positions, ``Transpose``,
+``Cos``/``Sin``. ``shaw.index``: ``Clip(+-(p_j - p_i), -K, K) + K``; ``shaw.logits``: ``MatMul`` and
+``GatherElements`` of ``q A^K^T``; ``shaw.output``: ``MatMul`` with the one-hot of the index
+(``Equal`` against ``arange(2K + 1)``). These graphs take their float inputs in the adapter's
+dtype (float16 inputs at float16, as a float16 model holds them) and compute in float32 at float16.
+Not built (not_applicable): rope.longrope_inv_freq, transformer_xl.*, resample.*, attention.terms,
+attention.pipeline.
 
 Run::
 
@@ -555,6 +564,112 @@ def _structural(params: Mapping[str, Any], a: Mapping[str, Any]) -> tuple[str, i
     return "mask", 0
 
 
+# --- xPos, MRoPE and Shaw: primitive graphs -------------------------------------------------------
+# Float inputs are fed in the adapter's dtype (a float16 model holds float16 tables and activations)
+# and cast to the graph's compute dtype (float32 at float16) inside the graph.
+
+
+def _inputs_as(dtype: str, **arrays: np.ndarray) -> Feeds:
+    """Float arrays rounded to ``dtype`` as a model of that dtype holds them."""
+    return [(name, np.asarray(value, dtype=NUMPY[dtype])) for name, value in arrays.items()]
+
+
+def _pair_channels(g: Graph, x: str, n: int, layout: str) -> tuple[str, str]:
+    """The two channels of every rotation pair of ``x`` (..., 2n): (..., n) each for ``layout="half"``
+    (``x[..., :n]``, ``x[..., n:]``), (..., n, 1) each for ``"interleaved"`` (even, odd channels)."""
+    if layout == "half":
+        return g.last(x, 0, n), g.last(x, n, 2 * n)
+    pairs = g.op("Reshape", x, g.const([0, 0, 0, n, 2], I64))  # (B, ., ., n, 2)
+    return g.last(pairs, 0, 1), g.last(pairs, 1, 2)
+
+
+def _join_channels(g: Graph, a: str, b: str, layout: str) -> str:
+    """Inverse of :func:`_pair_channels`."""
+    if layout == "half":
+        return g.op("Concat", a, b, axis=-1)
+    return g.op("Reshape", g.op("Concat", a, b, axis=-1), g.const([0, 0, 0, -1], I64))
+
+
+def build_xpos(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray, pos: np.ndarray,
+               dtype: str) -> tuple[Feeds, Outs]:
+    """xPos with primitive operators: the pair channels ``(a, b)`` rotated to ``(a cos - b sin,
+    b cos + a sin)`` at ``Pow(base, -2i/D)`` per pair, then q times and k divided by
+    ``Pow(zeta, (p - c) / B)`` with ``zeta = (2i + 0.4 D) / (1.4 D)``. A third output flags a scale
+    that overflows the compute dtype (``IsInf`` of ``zeta ** +-power``)."""
+    width, t = q.shape[-1], pos.shape[-1]
+    n, layout = width // 2, params["layout"]
+    i = g.const(np.arange(n))
+    inv_freq = g.op("Pow", g.const(float(params["base"])),
+                    g.op("Neg", g.op("Div", g.op("Mul", i, g.const(2.0)), g.const(float(width)))))
+    p = g.cast("positions", g.compute)  # (B|1, T)
+    head_axis = 1 if params["x_layout"] == "BHTD" else 2
+    angle = g.op("Unsqueeze", g.op("Mul", g.unsqueeze_last(p), inv_freq), g.const([head_axis], I64))
+    centre = t // 2 if params["centring"] == "lucidrains" else -(-t // 2)
+    power = g.op("Div", g.op("Sub", p, g.const(float(centre))), g.const(float(params["scale_base"])))
+    zeta = g.op("Div", g.op("Add", g.op("Mul", i, g.const(2.0)), g.const(0.4 * width)), g.const(1.4 * width))
+    up = g.op("Pow", zeta, g.op("Unsqueeze", g.unsqueeze_last(power), g.const([head_axis], I64)))  # like angle
+    cos, sin = g.op("Cos", angle), g.op("Sin", angle)
+    if layout == "interleaved":
+        cos, sin, up = g.unsqueeze_last(cos), g.unsqueeze_last(sin), g.unsqueeze_last(up)
+    outs: Outs = []
+    for name, scale in (("q", up), ("k", g.op("Reciprocal", up))):
+        a, b = _pair_channels(g, g.cast(name, g.compute), n, layout)
+        ra = g.op("Sub", g.op("Mul", a, cos), g.op("Mul", b, sin))
+        rb = g.op("Add", g.op("Mul", b, cos), g.op("Mul", a, sin))
+        outs.append((_join_channels(g, g.op("Mul", ra, scale), g.op("Mul", rb, scale), layout), f"{name}_rot", "float"))
+    beyond = g.op("Or", g.op("IsInf", up), g.op("IsInf", g.op("Reciprocal", up)))
+    outs.append((g.op("ReduceMax", _int(g, beyond), keepdims=0), "overflow", "int"))
+    return [*_inputs_as(dtype, q=q, k=k), ("positions", pos)], outs
+
+
+def build_mrope(g: Graph, params: Mapping[str, Any], pos: np.ndarray, stream: np.ndarray) -> tuple[Feeds, Outs]:
+    """MRoPE cos/sin: ``Gather`` each pair's stream from the (3, ...) positions, move the pair axis
+    last, times ``Pow(base, -2i/d)``; ``width="full"`` concatenates each table with itself."""
+    dim = int(params["dim"])
+    i = g.const(np.arange(dim // 2))
+    w = g.op("Pow", g.const(float(params["base"])),
+             g.op("Neg", g.op("Div", g.op("Mul", i, g.const(2.0)), g.const(float(dim)))))
+    chosen = g.op("Gather", "positions", g.const(stream, I64), axis=0)  # (P, ...)
+    rank = pos.ndim
+    chosen = g.op("Transpose", chosen, perm=[*range(1, rank), 0])  # (..., P)
+    angle = g.op("Mul", g.cast(chosen, g.compute), w)
+    cos, sin = g.op("Cos", angle), g.op("Sin", angle)
+    if params["width"] == "full":
+        cos, sin = g.op("Concat", cos, cos, axis=-1), g.op("Concat", sin, sin, axis=-1)
+    return [("positions", pos)], [(cos, "cos", "float"), (sin, "sin", "float")]
+
+
+def _shaw_index(g: Graph, params: Mapping[str, Any]) -> str:
+    """``Clip(+-(p_j - p_i), -K, K) + K`` (Tq, Tk) from the 1-D position inputs."""
+    k = int(params["max_relative_position"])
+    i, j = g.unsqueeze_last("q_positions"), g.op("Unsqueeze", "k_positions", g.const([0], I64))
+    distance = g.op("Sub", j, i) if params["sign"] == "key_minus_query" else g.op("Sub", i, j)
+    return g.op("Add", g.op("Clip", distance, g.const(-k, I64), g.const(k, I64)), g.const(k, I64))
+
+
+def build_shaw(g: Graph, params: Mapping[str, Any], op: str, a: Mapping[str, Any], qp: np.ndarray, kp: np.ndarray,
+               dtype: str) -> tuple[Feeds, Outs]:
+    """``shaw.index``: :func:`_shaw_index`. ``shaw.logits``: ``q k^T + GatherElements(q A^T, index)``.
+    ``shaw.output``: ``alpha v + (alpha . onehot(index)) A`` with the one-hot as
+    ``Equal(index, arange(2K + 1))`` and the per-row sum a batched ``MatMul``."""
+    index = _shaw_index(g, params)
+    feeds: Feeds = [("q_positions", qp), ("k_positions", kp)]
+    if op == "shaw.index":
+        return feeds, [(index, "index", "int")]
+    if op == "shaw.logits":
+        q, k, table = (g.cast(n, g.compute) for n in ("q", "k", "rel_keys"))
+        per_distance = g.op("MatMul", q, g.op("Transpose", table, perm=[1, 0]))  # (Tq, 2K + 1)
+        logits = g.op("Add", g.op("MatMul", q, g.op("Transpose", k, perm=[1, 0])),
+                      g.op("GatherElements", per_distance, index, axis=1))
+        return feeds + _inputs_as(dtype, q=a["q"], k=a["k"], rel_keys=a["table"]), [(logits, "logits", "float")]
+    alpha, v, table = (g.cast(n, g.compute) for n in ("weights", "v", "rel_values"))
+    onehot = g.cast(g.op("Equal", g.unsqueeze_last(index), g.const(np.arange(a["rows"]), I64)), g.compute)
+    per_distance = g.op("MatMul", g.op("Unsqueeze", alpha, g.const([1], I64)), onehot)  # (Tq, 1, 2K + 1)
+    per_distance = g.op("Squeeze", per_distance, g.const([1], I64))
+    out = g.op("Add", g.op("MatMul", alpha, v), g.op("MatMul", per_distance, table))
+    return feeds + _inputs_as(dtype, weights=a["weights"], v=a["v"], rel_values=a["table"]), [(out, "output", "float")]
+
+
 def _probe_new(op: str, dtype: str) -> str | None:
     """``None`` when onnxruntime runs the op's graph at ``dtype`` (a trial run), else its message."""
     x = np.linspace(-1, 1, 16).reshape(1, 2, 2, 4)
@@ -592,6 +707,14 @@ def _probe_new(op: str, dtype: str) -> str | None:
                        "fully_masked": "zeros"},
                       {"q": x, "k": x, "v": x, "mask": np.ones((1, 1, 1, 1), dtype=bool),
                        "key_padding_mask": np.ones((1, 2), dtype=bool), "bias": np.zeros((1, 1, 1, 1))}),
+        "rope.xpos": ({"base": 10000.0, "scale_base": 512.0, "centring": "lucidrains", "layout": "interleaved",
+                       "x_layout": "BHTD"}, {"q": x, "k": x, "positions": np.arange(2)}),
+        "rope.mrope_cos_sin": ({"dim": 4, "base": 10000.0, "mrope_layout": "chunked", "width": "full"},
+                               {"positions": np.zeros((3, 2), dtype=np.int64), "mrope_section": np.array([1, 1, 0])}),
+        **{op: ({"max_relative_position": 1, "sign": "key_minus_query"},
+                {"q_positions": np.arange(2), "k_positions": np.arange(2), "q": x[0, 0], "k": x[0, 0],
+                 "rel_keys": x[0, 0, :1].repeat(3, 0), "weights": np.eye(2), "v": x[0, 0],
+                 "rel_values": x[0, 0, :1].repeat(3, 0)}) for op in ("shaw.index", "shaw.logits", "shaw.output")},
     }
     params, inputs = trial[op]
     try:
@@ -703,6 +826,31 @@ def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], d
     return _execute(g, feeds, outs, dtype, ATTENTION_OPSET)
 
 
+def run_xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    q, k, pos = checks.xpos(params, inputs)
+    g = _graph(dtype)
+    out = _execute(g, *build_xpos(g, params, q, k, pos, dtype), dtype)
+    if out.pop("overflow"):
+        raise checks.Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) at positions "
+                              f"{int(pos.min())}..{int(pos.max())} overflows {g.compute}")
+    return out
+
+
+def run_mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_mrope(g, params, *checks.mrope(params, inputs)), dtype)
+
+
+def _shaw_runner(op: str) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+        a = checks.shaw(params, inputs, op)
+        qp, kp = (checks.positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
+        g = _graph(dtype)
+        return _execute(g, *build_shaw(g, params, op, a, qp, kp, dtype), dtype)
+    run.__name__ = f"run_{op.replace('.', '_')}"
+    return run
+
+
 RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]] = {
     "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply,
     "rope.scores": run_rope_scores,
@@ -710,6 +858,8 @@ RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], 
     "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
     "deberta.bucket": run_deberta_bucket, "deberta.scores": run_deberta_scores,
     "deberta.index": run_deberta_index, "attention": run_attention,
+    "rope.xpos": run_xpos, "rope.mrope_cos_sin": run_mrope,
+    **{op: _shaw_runner(op) for op in ("shaw.index", "shaw.logits", "shaw.output")},
 }
 CALLS = {op: f"ONNX graph of primitive operators ({fn.__name__}), opset {OPSET}" for op, fn in RUNNERS.items()}
 CALLS["rope.apply"] = f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), cos/sin caches built in the graph"
