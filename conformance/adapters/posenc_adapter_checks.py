@@ -1,9 +1,14 @@
-"""Precondition checks of the relative and attention ops for the JAX and ONNX Runtime adapters.
+"""Precondition checks of the RoPE-scaling, relative, resampling and attention ops for the framework adapters.
 
 NumPy only and independent of posenc_ref, like :mod:`posenc_adapter_shared`: the framework
 kernels do not validate (they broadcast, wrap or return NaN), so these are the wrapper a user
 of the framework would write. Each raises :class:`~posenc_adapter_shared.Rejected` with the
 corpus's error category. Shape letters: ``B`` batch, ``H`` heads, ``T`` positions, ``D`` head dim.
+
+The validators of the relative, resampling and plug-in attention ops (``longrope`` to
+``attention_xl``) return a dict of the checked arrays (float64, positions int64) and the
+resolved parameters the port reads, described in each docstring; the attention plug-ins extend
+the dict of :func:`attention` (through :func:`plain_attention`).
 """
 
 from __future__ import annotations
@@ -396,3 +401,375 @@ def shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], op: str) -
                          f"Tq={tq}, Tk={tk}, K={k}")
         out.update(weights=alpha, v=v, table=table)
     return out
+
+
+# --- the ops the framework adapters port next ------------------------------------------------
+
+LONGROPE_CONVENTIONS = ("transformers", "vllm")
+
+
+def longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``rope.longrope_inv_freq``: the factor list in use and the scalars, as transformers picks them.
+
+    Returns ``{"dim": d, "base": float, "s": factor (may be < 1), "original": L0, "length": L,
+    "long": L > L0, "factors": (d/2,) float64 (long_factor if L > L0 else short_factor, each > 0),
+    "a": the attention factor (float; the explicit one under "transformers", else 1 for s <= 1 and
+    sqrt(1 + ln s / ln L0) otherwise)}``. The port computes ``1 / (factors * base ** (2i / d))``.
+    Only the list in use is checked, as the reference does.
+    """
+    convention = choice("longrope_convention", params["longrope_convention"], LONGROPE_CONVENTIONS)
+    dim = integer("dim", params["dim"], 2)
+    if dim % 2:
+        raise _invalid(f"dim must be even, got {dim}")
+    base = base_value(params["base"])
+    s = positive("factor", _needed({**params, "rope_type": "longrope"}, "factor"))
+    original = integer("original_max_position", params["original_max_position"], 1)
+    length = integer("context_length", params["context_length"], 1)
+    long = length > original
+    name = "long_factor" if long else "short_factor"
+    factors = finite_array(name, inputs[name], ndim=1)
+    if factors.shape != (dim // 2,):
+        raise _invalid(f"{name} must have length dim/2 = {dim // 2}, got length {factors.shape[0]}")
+    if (factors <= 0).any():
+        raise _invalid(f"{name} must be > 0, got {float(factors.min())!r}")
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):  # the smallest factor * base ** (2i / d)
+        low = factors.min() * min(1.0, np.float64(base) ** ((dim - 2) / dim))
+        if not np.isfinite(1.0 / low):
+            raise _invalid(f"base={base} and {name} overflow float64 in the inverse frequencies")
+    explicit = params["attention_factor"]
+    if convention == "transformers" and explicit is not None:
+        a = positive("attention_factor", explicit)
+    else:  # vLLM and llama.cpp never read an explicit attention_factor
+        a = 1.0 if s <= 1.0 else float(np.sqrt(1.0 + np.log(s) / np.log(original)))
+    return {"dim": dim, "base": base, "s": s, "original": original, "length": length, "long": long,
+            "factors": factors, "a": a}
+
+
+def _self_positions(inputs: Mapping[str, np.ndarray], q_name: str = "q_positions",
+                    k_name: str = "k_positions") -> tuple[np.ndarray, np.ndarray]:
+    """1-D query and key positions (int64), every query position among the keys (self-attention)."""
+    qp, kp = positions(q_name, inputs[q_name]), positions(k_name, inputs[k_name])
+    for name, pos in ((q_name, qp), (k_name, kp)):
+        if pos.ndim != 1:
+            raise _shape(f"{name} must be 1-D, got shape {pos.shape}")
+    outside = ~np.isin(qp, kp)
+    if outside.any():
+        where = int(np.argmax(outside))
+        raise _invalid(f"query position {int(qp[where])} ({q_name}[{where}]) is not among the key positions "
+                       "(cross-attention is not defined)")
+    return qp, kp
+
+
+def _sinusoid_width(name: str, width: int) -> int:
+    if width < 2 or width % 2:
+        raise _invalid(f"the sinusoid width D_r of {name} must be even and >= 2, got {width}")
+    return width
+
+
+def xl_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``transformer_xl.score``: one head, direct indexing by ``p_i - p_j`` (query minus key).
+
+    Returns ``{"q": (Tq, D), "k": (Tk, D), "u": (D,), "v": (D,), "w_r": (D_r, D) float64 with D_r
+    even, "qp": (Tq,), "kp": (Tk,) int64, "distance": (Tq, Tk) int64 p_i - p_j, clipped to
+    [-clamp_len, clamp_len] when clamp_len > 0, "base": float, "clamp_len": int}``. The score is
+    ``(q + u) @ k.T + (q + v) . (R_distance @ w_r)`` with ``R = [sin(distance w) | cos(distance w)]``,
+    ``w_k = base ** (-2k / D_r)``; no scale.
+    """
+    qp, kp = _self_positions(inputs)
+    clamp_len = integer("clamp_len", params["clamp_len"], -1)
+    q, k = finite_array("q", inputs["q"], ndim=2), finite_array("k", inputs["k"], ndim=2)
+    w_r = finite_array("w_r", inputs["w_r"], ndim=2)
+    dim = q.shape[1]
+    for name, array, want in (("q", q, (qp.size, dim)), ("k", k, (kp.size, dim)), ("w_r", w_r, (w_r.shape[0], dim))):
+        if array.shape != want:
+            raise _shape(f"{name} must have shape {want} (positions and the width of q), got {array.shape}")
+    biases = {}
+    for name in ("u", "v"):
+        biases[name] = finite_array(name, inputs[name], ndim=1)
+        if biases[name].shape != (dim,):
+            raise _shape(f"{name} must have shape ({dim},), got {biases[name].shape}")
+    _sinusoid_width("w_r", w_r.shape[0])
+    base = base_value(params["base"])
+    distance = qp[:, None] - kp[None, :]
+    if clamp_len > 0:
+        distance = np.clip(distance, -clamp_len, clamp_len)
+    return {"q": q, "k": k, "u": biases["u"], "v": biases["v"], "w_r": w_r, "qp": qp, "kp": kp,
+            "distance": distance, "base": base, "clamp_len": clamp_len}
+
+
+def rel_shift(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``transformer_xl.rel_shift``: ``{"variant": str, "x": (Tq, R) float64, "k_len": Tk, "tq": Tq,
+    "rows": R}`` with ``Tk >= Tq``; ``R == Tk`` (transformer_xl) or ``R >= Tk + 1`` (xlnet).
+
+    The port does the codebase's pad-and-reshape itself, and builds ``valid`` (Tq, Tk) int64:
+    ``j <= Tk - Tq + i`` (transformer_xl) or ``j + Tq - i < R`` (xlnet).
+    """
+    variant = choice("variant", params["variant"], ("transformer_xl", "xlnet"))
+    x = finite_array("x", inputs["x"], ndim=2)
+    tq, rows = x.shape
+    k_len = integer("k_len", params["k_len"], 1)
+    if k_len < tq:
+        raise _invalid(f"k_len must be >= Tq = {tq} (memory length k_len - Tq >= 0), got {k_len}")
+    if variant == "transformer_xl" and rows != k_len:
+        raise _shape(f"the transformer_xl shift takes R = k_len = {k_len} rows, got x of shape {x.shape}")
+    if variant == "xlnet" and rows < k_len + 1:
+        raise _shape(f"the xlnet shift takes R >= k_len + 1 = {k_len + 1} rows, got x of shape {x.shape}")
+    return {"variant": variant, "x": x, "k_len": k_len, "tq": tq, "rows": rows}
+
+
+RESAMPLE_KERNELS = ("bicubic", "bilinear")
+
+
+def resample_axis(params: Mapping[str, Any], in_size: Any, new_size: Any, name: str = "new_size") -> dict[str, Any]:
+    """One resampled axis: ``{"n": input size, "m": output size, "scale": input samples per output
+    sample (float; (n-1)/(m-1), or 0 for m = 1, under align_corners), "kernel": "bicubic" | "bilinear",
+    "a": cubic_a (float), "antialias": bool, "align_corners": bool}``.
+
+    ``m`` is ``new_size`` under ``size_from="size"``, else ``floor(n * ((new_size + scale_offset) /
+    n))`` in float64 (F.interpolate's floor) with ``scale = n / (new_size + scale_offset)``.
+    """
+    n = integer("in_size", in_size, 1)
+    new = integer(name, new_size)
+    if new < 1:
+        raise _invalid(f"{name} must be >= 1 (resampling to an empty table), got {new}")
+    kernel = choice("kernel", params["kernel"], RESAMPLE_KERNELS)
+    a = float(params["cubic_a"])
+    if not np.isfinite(a):
+        raise _invalid(f"cubic_a must be finite, got {params['cubic_a']!r}")
+    antialias = choice("antialias", params["antialias"], ("off", "on")) == "on"
+    align = choice("coordinates", params["coordinates"], ("half_pixel", "align_corners")) == "align_corners"
+    by_size = choice("size_from", params["size_from"], ("size", "scale_factor")) == "size"
+    offset = float(params["scale_offset"])
+    if not np.isfinite(offset) or offset < 0:
+        raise _invalid(f"scale_offset must be finite and >= 0, got {params['scale_offset']!r}")
+    if antialias and align:
+        raise _invalid("antialias='on' is defined for coordinates='half_pixel' only, got coordinates='align_corners'")
+    if by_size:
+        if offset:
+            raise _invalid(f"scale_offset applies under size_from='scale_factor' only, got {offset!r}")
+        m, scale = new, n / new
+    else:
+        factor = (new + offset) / n
+        m = int(np.floor(float(n) * factor))
+        if m < 1:
+            raise _invalid(f"scale factor {factor!r} gives an output size < 1 for in_size={n}")
+        scale = 1.0 / factor
+    if align:
+        scale = (n - 1) / (m - 1) if m > 1 else 0.0
+    return {"n": n, "m": m, "scale": scale, "kernel": kernel, "a": a, "antialias": antialias, "align_corners": align}
+
+
+def resample_weights(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``resample.weights``: :func:`resample_axis` of ``in_size -> new_size``; the port builds the
+    (m, n) matrix."""
+    return resample_axis(params, params["in_size"], params["new_size"])
+
+
+def resample_table_1d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``resample.table_1d``: ``{"prefix": (P, D), "rows": (L, D) float64 (L >= 1), "axis":
+    resample_axis(L -> new_length)}``; the output is ``prefix`` then ``W @ rows``."""
+    table = finite_array("table", inputs["table"], ndim=2)
+    prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
+    if table.shape[0] <= prefix:
+        raise _shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens = {prefix} prefix rows "
+                     "and at least one more")
+    axis = resample_axis(params, table.shape[0] - prefix, params["new_length"], "new_length")
+    return {"prefix": table[:prefix], "rows": table[prefix:], "axis": axis}
+
+
+def resample_grid_2d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``resample.grid_2d``: ``{"prefix": (P, D), "grid": (H, W, D) float64 (rows in row-major
+    order), "height": resample_axis(H -> new_height), "width": resample_axis(W -> new_width)}``;
+    the output is ``prefix`` then ``einsum("ph,hwd,qw->pqd", W_h, grid, W_w).reshape(m_H * m_W, D)``."""
+    height = integer("grid_height", params["grid_height"], 1)
+    width = integer("grid_width", params["grid_width"], 1)
+    table = finite_array("table", inputs["table"], ndim=2)
+    prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
+    if table.shape[0] != prefix + height * width:
+        raise _shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens + grid_height * grid_width = "
+                     f"{prefix} + {height} x {width} = {prefix + height * width}")
+    return {"prefix": table[:prefix], "grid": table[prefix:].reshape(height, width, -1),
+            "height": resample_axis(params, height, params["new_height"], "new_height"),
+            "width": resample_axis(params, width, params["new_width"], "new_width")}
+
+
+def plain_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """:func:`attention` of q, k, v under ``scale``, ``softmax_multiplier`` (1 when absent),
+    ``causal`` and ``alignment``: no mask, padding, window or bias (``bias`` and ``additive`` are
+    zeros (1, 1, 1, 1); the positional op supplies its own), fully masked rows give zeros."""
+    k_shape = np.shape(inputs["k"])
+    tk = k_shape[2] if len(k_shape) == 4 else 1
+    full = {"scale": params["scale"], "softmax_multiplier": params.get("softmax_multiplier", 1.0),
+            "causal": params["causal"], "alignment": params["alignment"], "window": None, "fully_masked": "zeros"}
+    return attention(full, {"q": inputs["q"], "k": inputs["k"], "v": inputs["v"],
+                            "mask": np.ones((1, 1, 1, 1), dtype=bool),
+                            "key_padding_mask": np.ones((1, tk), dtype=bool), "bias": np.zeros((1, 1, 1, 1))})
+
+
+def _broadcasts(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> None:
+    if len(shape) > len(target) or any(a not in (1, t) for a, t in zip(shape[::-1], target[::-1])):
+        raise _shape(f"{name} must broadcast to {target}, got shape {shape}")
+
+
+def attention_terms(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention.terms``: :func:`plain_attention` plus ``"term"`` (broadcastable to (B, H, Tq, Tk),
+    added to q . k *before* the scale) and ``"value_term"`` (broadcastable to (B, H, Tq, Tk, D),
+    added to v under the weights), both float64."""
+    a = plain_attention(params, inputs)
+    b, h, tq, d = a["q"].shape
+    tk = a["k"].shape[2]
+    term = finite_array("term", inputs["term"])
+    value_term = finite_array("value_term", inputs["value_term"])
+    _broadcasts("term", term.shape, (b, h, tq, tk))
+    _broadcasts("value_term", value_term.shape, (b, h, tq, tk, d))
+    return {**a, "term": term, "value_term": value_term}
+
+
+PE_PLACEMENTS = ("input", "after_block")
+
+
+def attention_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention.pipeline``: one layer ``(E[tokens] + pe) W -> attention -> W_O`` (or pe added
+    after W_O under ``pe_placement="after_block"``).
+
+    Returns ``{"tokens": (B, T) int64 < N, "embedding": (N, d), "pe": (T, d) or (B, T, d), "w_q":
+    (d, H*D), "w_k", "w_v": (d, Hkv*D), "w_o": (H*D, d) float64, "heads": H, "kv_heads": Hkv,
+    "head_dim": D, "groups": H // Hkv, "scale": 1/sqrt(D), "causal": bool, "keep": (T, T) bool
+    (lower triangle when causal, else all True), "placement": "input" | "after_block"}``. Heads
+    split as (B, T, H, D) -> (B, H, T, D); query head h reads kv head h // groups.
+    """
+    placement = choice("pe_placement", params["pe_placement"], PE_PLACEMENTS)
+    heads = integer("num_heads", params["num_heads"], 1)
+    kv_heads = heads if params["num_kv_heads"] is None else integer("num_kv_heads", params["num_kv_heads"], 1)
+    tokens = positions("tokens", inputs["tokens"])
+    embedding = finite_array("embedding", inputs["embedding"], ndim=2)
+    width = embedding.shape[1]
+    if tokens.ndim != 2:
+        raise _shape(f"tokens must have shape (B, T), got {tokens.shape}")
+    if tokens.max() >= embedding.shape[0]:
+        raise Rejected("out_of_range", f"token id {int(tokens.max())} is beyond the {embedding.shape[0]}-row embedding")
+    b, t = tokens.shape
+    pe = finite_array("pe", inputs["pe"])
+    if pe.shape not in ((t, width), (b, t, width)):
+        raise _shape(f"pe must have shape ({t}, {width}) or ({b}, {t}, {width}), got {pe.shape}")
+    w = {name: finite_array(name, inputs[name], ndim=2) for name in ("w_q", "w_k", "w_v", "w_o")}
+    if w["w_q"].shape[0] != width or w["w_q"].shape[1] % heads:
+        raise _shape(f"w_q must have shape ({width}, H*D) with H={heads}, got {w['w_q'].shape}")
+    head_dim = w["w_q"].shape[1] // heads
+    for name in ("w_k", "w_v"):
+        if w[name].shape != (width, kv_heads * head_dim):
+            raise _shape(f"{name} must have shape ({width}, {kv_heads * head_dim}), got {w[name].shape}")
+    if w["w_o"].shape != (heads * head_dim, width):
+        raise _shape(f"w_o must have shape ({heads * head_dim}, {width}), got {w['w_o'].shape}")
+    if heads % kv_heads:
+        raise _shape(f"num_heads must be a multiple of num_kv_heads, got {heads} and {kv_heads}")
+    causal = params["causal"]
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {causal!r}")
+    keep = np.tril(np.ones((t, t), dtype=bool)) if causal else np.ones((t, t), dtype=bool)
+    return {"tokens": tokens, "embedding": embedding, "pe": pe, **w, "heads": heads, "kv_heads": kv_heads,
+            "head_dim": head_dim, "groups": heads // kv_heads, "scale": 1.0 / np.sqrt(head_dim),
+            "causal": bool(causal), "keep": keep, "placement": placement}
+
+
+def _attention_positions(name: str, value: Any, batch: int, length: int) -> np.ndarray:
+    """Positions (length,) or (1 | batch, length) as int64 (B|1, T)."""
+    pos = positions(name, value)
+    if pos.ndim not in (1, 2) or pos.shape[-1] != length or (pos.ndim == 2 and pos.shape[0] not in (1, batch)):
+        raise _shape(f"{name} must have shape ({length},) or ({batch}, {length}), got {pos.shape}")
+    return pos.reshape(-1, length)
+
+
+def attention_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention.rope``: :func:`plain_attention` plus ``"q_positions"`` (B|1, Tq) and
+    ``"k_positions"`` (B|1, Tk) int64, ``"base"`` and ``"layout"`` ("half" | "interleaved"). The
+    port rotates q at q_positions and k at k_positions over the whole (even) head dim with
+    ``base ** (-2i / D)``, then attends (kv heads not repeated before the rotation)."""
+    layout = choice("layout", params["layout"], ("half", "interleaved"))
+    a = plain_attention(params, inputs)
+    b, _, tq, d = a["q"].shape
+    qp = _attention_positions("q_positions", inputs["q_positions"], b, tq)
+    kp = _attention_positions("k_positions", inputs["k_positions"], b, a["k"].shape[2])
+    rotary({"base": params["base"], "partial": "prefix", "attention_factor": 1.0, "rotary_dim": None}, d)
+    return {**a, "q_positions": qp, "k_positions": kp, "base": base_value(params["base"]), "layout": layout}
+
+
+ALIBI_FORMS = ("relative_causal", "key_only", "symmetric", "bottom_right")
+
+
+def _bias_target(a: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    b, h, tq, _ = a["q"].shape
+    return b, h, tq, a["k"].shape[2]
+
+
+def attention_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention.alibi``: :func:`plain_attention` plus ``"form"``, ``"q_positions"`` (..., Tq) and
+    ``"k_positions"`` (..., Tk) int64 (equal leading shapes) and ``"exponents"`` (H,): head h's
+    slope is ``2 ** -exponents[h]`` (press rule, bias_max 8, one slope per query head). The bias
+    (..., H, Tq, Tk) of alibi.bias is added after the scale; it must broadcast to (B, H, Tq, Tk)."""
+    form = choice("form", params["form"], ALIBI_FORMS)
+    qp, kp = query_key(inputs, "q_positions", "k_positions")
+    a = plain_attention(params, inputs)
+    b, h, tq, tk = _bias_target(a)
+    _broadcasts("the ALiBi bias of q_positions and k_positions", qp.shape[:-1] + (h, qp.shape[-1], kp.shape[-1]),
+                (b, h, tq, tk))
+    return {**a, "form": form, "q_positions": qp, "k_positions": kp, "exponents": alibi_exponents(h, "press", 8.0)}
+
+
+def attention_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention.t5``: :func:`plain_attention` plus the :func:`t5` parameters (``"buckets"``,
+    ``"limit"``, ``"side"``, ``"direction"``), ``"table"`` (N, Ht) float64 (buckets_heads layout),
+    ``"q_positions"`` (..., Tq) and ``"k_positions"`` (..., Tk) int64. The bias
+    ``table[bucket(j - i), h]`` (..., Ht, Tq, Tk) is added after the scale; it must broadcast to
+    (B, H, Tq, Tk), so Ht is H or 1."""
+    buckets, limit, side, direction = t5(params)
+    table = t5_table({"table_layout": "buckets_heads"}, inputs, buckets)
+    qp, kp = query_key(inputs, "q_positions", "k_positions")
+    a = plain_attention(params, inputs)
+    _broadcasts("the T5 bias of table, q_positions and k_positions",
+                qp.shape[:-1] + (table.shape[1], qp.shape[-1], kp.shape[-1]), _bias_target(a))
+    return {**a, "buckets": buckets, "limit": limit, "side": side, "direction": direction, "table": table,
+            "q_positions": qp, "k_positions": kp}
+
+
+def attention_shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention.shaw``: :func:`plain_attention` plus ``"index"`` (Tq, Tk) int64 (the clipped
+    distance + K, as :func:`shaw`), ``"rel_keys"`` and ``"rel_values"`` (2K + 1, D) float64. The
+    key term ``q_i . rel_keys[index[i, j]]`` is added to q . k *before* the scale, the value term
+    ``rel_values[index[i, j]]`` to v under the weights. Positions: 1-D, queries among the keys."""
+    k = integer("max_relative_position", params["max_relative_position"], 1)
+    shaw_part = shaw(params, inputs, "attention.shaw")
+    tables = {n: finite_array(n, inputs[n], ndim=2) for n in ("rel_keys", "rel_values")}
+    if tables["rel_keys"].shape != tables["rel_values"].shape or tables["rel_keys"].shape[0] != 2 * k + 1:
+        raise _shape(f"rel_keys and rel_values must both have shape (2K + 1, D) with K={k}, "
+                     f"got {tables['rel_keys'].shape} and {tables['rel_values'].shape}")
+    a = plain_attention(params, inputs)
+    b, _, tq, d = a["q"].shape
+    _attention_positions("q_positions", inputs["q_positions"], b, tq)
+    _attention_positions("k_positions", inputs["k_positions"], b, a["k"].shape[2])
+    if tables["rel_keys"].shape[1] != d:
+        raise _shape(f"rel_keys and rel_values must have D={d} columns, got {tables['rel_keys'].shape}")
+    return {**a, "index": shaw_part["index"], **tables}
+
+
+def attention_xl(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``attention.xl``: :func:`plain_attention` plus ``"u_bias"``, ``"v_bias"`` (H, D), ``"w_r"``
+    (H, D_r, D) float64 with D_r even, ``"distance"`` (Tq, Tk) int64 ``p_i - p_j`` (query minus key,
+    no clamping) and ``"base"``. The term ``(q_i + v_h) . (R_distance @ w_r[h]) + u_h . k_j`` (k
+    mapped to query heads) is added to q . k *before* the scale. Positions: 1-D, queries among the keys."""
+    qp, kp = _self_positions(inputs)
+    u, v = finite_array("u_bias", inputs["u_bias"], ndim=2), finite_array("v_bias", inputs["v_bias"], ndim=2)
+    w_r = finite_array("w_r", inputs["w_r"], ndim=3)
+    heads, dim = u.shape
+    if v.shape != (heads, dim) or w_r.shape[0] != heads or w_r.shape[2] != dim:
+        raise _shape(f"u_bias and v_bias must have shape (H, D) and w_r (H, D_r, D), got {u.shape}, {v.shape} "
+                     f"and {w_r.shape}")
+    a = plain_attention(params, inputs)
+    b, h, tq, d = a["q"].shape
+    _attention_positions("q_positions", qp, b, tq)
+    _attention_positions("k_positions", kp, b, a["k"].shape[2])
+    if (heads, dim) != (h, d):
+        raise _shape(f"u_bias, v_bias and w_r are for H={heads}, D={dim}, got queries of shape {a['q'].shape}")
+    _sinusoid_width("w_r", w_r.shape[1])
+    return {**a, "u_bias": u, "v_bias": v, "w_r": w_r, "distance": qp[:, None] - kp[None, :],
+            "base": base_value(params["base"])}
