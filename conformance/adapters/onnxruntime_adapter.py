@@ -301,6 +301,11 @@ def _execute(g: Graph, feeds: Feeds, outputs: Outs, dtype: str, opset: int = OPS
     return {public: value for (_, public, _), value in zip(finals, result)}
 
 
+def _inputs_as(dtype: str, **arrays: np.ndarray) -> Feeds:
+    """Float arrays rounded to ``dtype`` as a model of that dtype holds them."""
+    return [(name, np.asarray(value, dtype=NUMPY[dtype])) for name, value in arrays.items()]
+
+
 def _int(g: Graph, x: str) -> str:
     """``Cast(x, int64)``: truncates floats toward zero."""
     return g.op("Cast", x, to=TensorProto.INT64)
@@ -368,9 +373,9 @@ def _pairs(g: Graph, q: str, k: str) -> tuple[str, str]:
     return g.unsqueeze_last(q), g.op("Unsqueeze", k, g.const([-2], I64))
 
 
-def build_alibi(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray) -> tuple[Feeds, Outs]:
-    i, j = _pairs(g, "query_positions", "key_positions")
-    form = params["form"]
+def _alibi_bias(g: Graph, form: str, slopes: str, q_name: str, k_name: str, q: np.ndarray, k: np.ndarray) -> str:
+    """``slope_h * signed distance`` (..., H, Tq, Tk) of the position inputs ``q_name`` and ``k_name``."""
+    i, j = _pairs(g, q_name, k_name)
     if form == "relative_causal":
         signed = g.op("Sub", j, i)
     elif form == "key_only":
@@ -383,8 +388,12 @@ def build_alibi(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarra
     distance = g.cast(signed, g.compute)
     if q.ndim > 1:
         distance = g.op("Unsqueeze", distance, g.const([-3], I64))
-    slopes = g.op("Reshape", _slopes(g, params), g.const([-1, 1, 1], I64))
-    return [("query_positions", q), ("key_positions", k)], [(g.op("Mul", slopes, distance), "bias", "float")]
+    return g.op("Mul", g.op("Reshape", slopes, g.const([-1, 1, 1], I64)), distance)
+
+
+def build_alibi(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray) -> tuple[Feeds, Outs]:
+    bias = _alibi_bias(g, params["form"], _slopes(g, params), "query_positions", "key_positions", q, k)
+    return [("query_positions", q), ("key_positions", k)], [(bias, "bias", "float")]
 
 
 def build_mask_positions(g: Graph, params: Mapping[str, Any], mask: np.ndarray) -> tuple[Feeds, Outs]:
@@ -415,16 +424,21 @@ def build_t5_bucket(g: Graph, params: Mapping[str, Any], rel: np.ndarray) -> tup
                                             "buckets", "int")]
 
 
+def _t5_bias(g: Graph, q_name: str, k_name: str, table: str, rank: int, limit: int, side: int,
+             direction: str) -> str:
+    """``table[bucket(j - i), h]`` moved to (..., H, Tq, Tk); ``rank`` is the positions' rank."""
+    i, j = _pairs(g, q_name, k_name)
+    buckets = _t5_buckets(g, g.op("Sub", j, i), limit, side, direction)  # (..., Tq, Tk)
+    gathered = g.op("Gather", g.cast(table, g.compute), buckets, axis=0)  # (..., Tq, Tk, H)
+    full = rank + 2
+    return g.op("Transpose", gathered, perm=list(range(full - 3)) + [full - 1, full - 3, full - 2])
+
+
 def build_t5_bias(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray,
                   table: np.ndarray) -> tuple[Feeds, Outs]:
     _, limit, side, direction = checks.t5(params)
-    i, j = _pairs(g, "query_positions", "key_positions")
-    buckets = _t5_buckets(g, g.op("Sub", j, i), limit, side, direction)  # (..., Tq, Tk)
-    gathered = g.op("Gather", g.cast("table", g.compute), buckets, axis=0)  # (..., Tq, Tk, H)
-    rank = q.ndim + 2
-    perm = list(range(rank - 3)) + [rank - 1, rank - 3, rank - 2]
-    feeds = [("query_positions", q), ("key_positions", k), ("table", table)]
-    return feeds, [(g.op("Transpose", gathered, perm=perm), "bias", "float")]
+    bias = _t5_bias(g, "query_positions", "key_positions", "table", q.ndim, limit, side, direction)
+    return [("query_positions", q), ("key_positions", k), ("table", table)], [(bias, "bias", "float")]
 
 
 def _deberta_buckets(g: Graph, delta: str, buckets: int, limit: int, clamp: str) -> str:
@@ -525,28 +539,51 @@ def build_rope_scores(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.
     return [("q", q), ("k", k), ("q_positions", qp), ("k_positions", kp)], [(scores, "scores", "float")]
 
 
-def build_attention(g: Graph, params: Mapping[str, Any], a: Mapping[str, Any], causal: str,
-                    past: int) -> tuple[Feeds, Outs]:
-    """The real ``Attention`` (opset 23) with 4-D Q (B, H, Tq, D), K/V (B, Hkv, Tk, D) (GQA from the
-    shapes), ``scale``, ``is_causal`` (``causal="op"``) and one float ``attn_mask`` holding the bias,
-    the additive mask and ``-inf`` where the padding, boolean mask or window removes a key (and the
-    causal mask itself when ``causal`` is not ``"op"``). ``past > 0`` feeds the first ``past`` keys as
-    ``past_key``/``past_value``, which moves ``is_causal`` to bottom-right alignment. The weights
-    are ``qk_matmul_output`` with ``qk_matmul_output_mode=3`` (after the softmax)."""
+def _attention_node(g: Graph, a: Mapping[str, Any], causal: str, past: int, q: str, k: str, v: str,
+                    term: str | None = None, bias: str | None = None) -> tuple[str, str]:
+    """One real ``Attention`` (opset 23) node on the graph tensors q (B, H, Tq, D) and k, v
+    (B, Hkv, Tk, D) in the operator's dtype (GQA from the shapes), ``scale``, ``is_causal``
+    (``causal="op"``) and one float ``attn_mask`` holding the bias, the additive mask and ``-inf``
+    where the padding, boolean mask or window removes a key (and the causal mask itself when
+    ``causal`` is not ``"op"``). A logits ``term`` (compute dtype, broadcastable to (B, H, Tq, Tk)),
+    added to q . k before the scale, enters the mask as ``term * scale`` (the operator adds its mask
+    after scaling); a ``bias`` graph tensor (added after the scale) enters it as it is. ``past > 0``
+    passes the first ``past`` keys as ``past_key``/``past_value`` (``Slice``), which moves
+    ``is_causal`` to bottom-right alignment. Returns the output and the weights
+    (``qk_matmul_output`` under ``qk_matmul_output_mode=3``, after the softmax)."""
     dt = g.x_dtype
     keep = a["keep_nc"] if causal == "op" else a["keep"]
-    mask = (np.asarray(a["bias"]) + np.asarray(a["additive"])) + np.where(keep, 0.0, -np.inf)
-    k, v = a["k"], a["v"]
-    feeds = [("q", a["q"].astype(NUMPY[dt])), ("k", k[:, :, past:].astype(NUMPY[dt])),
-             ("v", v[:, :, past:].astype(NUMPY[dt])), ("attn_mask", mask.astype(NUMPY[dt]))]
-    inputs = ["q", "k", "v", "attn_mask"]
+    fixed = (np.asarray(a["bias"]) + np.asarray(a["additive"])) + np.where(keep, 0.0, -np.inf)
+    if term is None and bias is None:
+        mask = g.const(fixed, NUMPY[dt])
+    else:
+        mask = g.const(fixed)
+        if term is not None:
+            mask = g.op("Add", g.op("Mul", term, g.const(float(a["scale"]))), mask)
+        if bias is not None:
+            mask = g.op("Add", bias, mask)
+        mask = g.cast(mask, dt)
+    inputs = [q, k, v, mask]
     if past:
-        feeds += [("past_key", k[:, :, :past].astype(NUMPY[dt])), ("past_value", v[:, :, :past].astype(NUMPY[dt]))]
-        inputs += ["past_key", "past_value"]
+        def split(x: str) -> tuple[str, str]:
+            cut, axis = g.const([past], I64), g.const([2], I64)
+            return (g.op("Slice", x, g.const([0], I64), cut, axis),
+                    g.op("Slice", x, cut, g.const([np.iinfo(np.int64).max], I64), axis))
+
+        (past_key, k), (past_value, v) = split(k), split(v)
+        inputs = [q, k, v, mask, past_key, past_value]
     out, weights = g._name("y"), g._name("w")
     present = [g._name("present_key"), g._name("present_value")] if past else ["", ""]  # ORT needs them with a past
     g.nodes.append(helper.make_node("Attention", inputs, [out, *present, weights], scale=float(a["scale"]),
                                     is_causal=int(causal == "op"), qk_matmul_output_mode=3))
+    return out, weights
+
+
+def build_attention(g: Graph, params: Mapping[str, Any], a: Mapping[str, Any], causal: str,
+                    past: int) -> tuple[Feeds, Outs]:
+    """``attention``: q, k, v fed in the operator's dtype to one :func:`_attention_node`."""
+    out, weights = _attention_node(g, a, causal, past, "q", "k", "v")
+    feeds = _inputs_as(g.x_dtype, q=a["q"], k=a["k"], v=a["v"])
     return feeds, [(out, "output", "float"), (weights, "weights", "float")]
 
 
@@ -567,11 +604,6 @@ def _structural(params: Mapping[str, Any], a: Mapping[str, Any]) -> tuple[str, i
 # --- xPos, MRoPE and Shaw: primitive graphs -------------------------------------------------------
 # Float inputs are fed in the adapter's dtype (a float16 model holds float16 tables and activations)
 # and cast to the graph's compute dtype (float32 at float16) inside the graph.
-
-
-def _inputs_as(dtype: str, **arrays: np.ndarray) -> Feeds:
-    """Float arrays rounded to ``dtype`` as a model of that dtype holds them."""
-    return [(name, np.asarray(value, dtype=NUMPY[dtype])) for name, value in arrays.items()]
 
 
 def _pair_channels(g: Graph, x: str, n: int, layout: str) -> tuple[str, str]:
@@ -670,9 +702,224 @@ def build_shaw(g: Graph, params: Mapping[str, Any], op: str, a: Mapping[str, Any
     return feeds + _inputs_as(dtype, weights=a["weights"], v=a["v"], rel_values=a["table"]), [(out, "output", "float")]
 
 
+# --- LongRoPE, Transformer-XL, resampling -----------------------------------------------------------
+
+
+def build_longrope(g: Graph, c: Mapping[str, Any], dtype: str) -> tuple[Feeds, Outs]:
+    """``Reciprocal(e * Pow(base, 2i/d))`` with ``e`` the factor list in use (long when L > L0),
+    chosen in Python as transformers chooses it; the attention factor is a Python float64 scalar,
+    as transformers keeps it."""
+    dim = c["dim"]
+    i = g.const(np.arange(dim // 2))
+    power = g.op("Pow", g.const(c["base"]), g.op("Div", g.op("Mul", i, g.const(2.0)), g.const(float(dim))))
+    inv_freq = g.op("Reciprocal", g.op("Mul", g.cast("ext_factors", g.compute), power))
+    factor = g.op("Identity", g.const([c["a"]]))
+    return _inputs_as(dtype, ext_factors=c["factors"]), [(inv_freq, "inv_freq", "float"),
+                                                         (factor, "attention_factor", "float")]
+
+
+def _xl_embedding(g: Graph, distance: str, width: int, base: float) -> str:
+    """``R = [sin(delta w) | cos(delta w)]`` (..., D_r) of int64 distances, ``w_k = Pow(base, -2k/D_r)``."""
+    w = g.op("Pow", g.const(base), g.op("Neg", g.op("Div", g.op("Mul", g.const(np.arange(width // 2)), g.const(2.0)),
+                                                      g.const(float(width)))))
+    theta = g.op("Mul", g.unsqueeze_last(g.cast(distance, g.compute)), w)
+    return g.op("Concat", g.op("Sin", theta), g.op("Cos", theta), axis=-1)
+
+
+def _distance(g: Graph, q_name: str, k_name: str) -> str:
+    """``p_i - p_j`` (Tq, Tk), int64, of 1-D position inputs."""
+    return g.op("Sub", g.unsqueeze_last(q_name), g.op("Unsqueeze", k_name, g.const([0], I64)))
+
+
+def build_xl_score(g: Graph, c: Mapping[str, Any], dtype: str) -> tuple[Feeds, Outs]:
+    """``(q + u) k^T + (q + v) . (R_{p_i - p_j} W_R)``: ``R`` per (i, j) pair from the clipped distance,
+    ``MatMul`` by ``w_r``, the per-query dot product a batched ``MatMul`` (Tq, 1, D) x (Tq, D, Tk)."""
+    distance = _distance(g, "q_positions", "k_positions")
+    if c["clamp_len"] > 0:
+        distance = g.op("Clip", distance, g.const(-c["clamp_len"], I64), g.const(c["clamp_len"], I64))
+    q, k, u, v, w_r = (g.cast(n, g.compute) for n in ("q", "k", "u", "v", "w_r"))
+    content = g.op("MatMul", g.op("Add", q, u), g.op("Transpose", k, perm=[1, 0]))  # (Tq, Tk)
+    r = g.op("MatMul", _xl_embedding(g, distance, c["w_r"].shape[0], c["base"]), w_r)  # (Tq, Tk, D)
+    query = g.op("Unsqueeze", g.op("Add", q, v), g.const([1], I64))  # (Tq, 1, D)
+    position = g.op("Squeeze", g.op("MatMul", query, g.op("Transpose", r, perm=[0, 2, 1])), g.const([1], I64))
+    feeds = [("q_positions", c["qp"]), ("k_positions", c["kp"]),
+             *_inputs_as(dtype, q=c["q"], k=c["k"], u=c["u"], v=c["v"], w_r=c["w_r"])]
+    return feeds, [(g.op("Add", content, position), "score", "float")]
+
+
+def build_rel_shift(g: Graph, c: Mapping[str, Any], dtype: str) -> tuple[Feeds, Outs]:
+    """The codebase's pad-and-reshape: Transformer-XL ``Pad`` one zero column on the left,
+    ``Reshape`` (Tk + 1, Tq), drop the first row, ``Reshape`` (Tq, Tk); XLNet ``Reshape`` (R, Tq),
+    drop the first row, ``Reshape`` (Tq, R - 1), keep Tk columns. ``valid`` compares index grids."""
+    tq, tk, rows = c["tq"], c["k_len"], c["rows"]
+    x = g.cast("x", g.compute)
+    drop = g.const([1], I64), g.const([np.iinfo(np.int64).max], I64), g.const([0], I64)
+    i, j = g.const(np.arange(tq)[:, None], I64), g.const(np.arange(tk)[None, :], I64)
+    if c["variant"] == "transformer_xl":
+        padded = g.op("Pad", x, g.const([0, 1, 0, 0], I64))  # (Tq, Tk + 1)
+        body = g.op("Slice", g.op("Reshape", padded, g.const([tk + 1, tq], I64)), *drop)
+        shifted = g.op("Reshape", body, g.const([tq, tk], I64))
+        valid = g.op("LessOrEqual", j, g.op("Add", i, g.const(tk - tq, I64)))
+    else:
+        body = g.op("Slice", g.op("Reshape", x, g.const([rows, tq], I64)), *drop)
+        shifted = g.last(g.op("Reshape", body, g.const([tq, rows - 1], I64)), 0, tk)
+        valid = g.op("Less", g.op("Sub", g.op("Add", j, g.const(tq, I64)), i), g.const(rows, I64))
+    return _inputs_as(dtype, x=c["x"]), [(shifted, "shifted", "float"), (_int(g, valid), "valid", "int")]
+
+
+def _resize_rows(g: Graph, x: str, columns: int, axis: Mapping[str, Any], requested: int,
+                 params: Mapping[str, Any]) -> str:
+    """One real ``Resize`` of the rows of a 2-D ``x`` (n, columns) to (m, columns): ``mode`` cubic
+    (``cubic_coeff_a`` = cubic_a) or linear, ``coordinate_transformation_mode`` half_pixel or
+    align_corners, ``antialias`` and ``exclude_outside`` both 1 under ``antialias="on"`` (the
+    stretched kernel, edge weights renormalised, no replicated taps), else 0 (edge taps replicate
+    the edge sample); ``sizes`` = (m, columns), or ``scales`` = ``((requested + scale_offset) / n,
+    1)`` (float32, as the operator takes them) under ``size_from="scale_factor"``."""
+    attrs = {"mode": "cubic" if axis["kernel"] == "bicubic" else "linear", "cubic_coeff_a": axis["a"],
+             "coordinate_transformation_mode": "align_corners" if axis["align_corners"] else "half_pixel",
+             "antialias": int(axis["antialias"]), "exclude_outside": int(axis["antialias"])}
+    if params["size_from"] == "size":
+        return g.op("Resize", x, "", "", g.const([axis["m"], columns], I64), **attrs)
+    factor = (requested + float(params["scale_offset"])) / axis["n"]
+    return g.op("Resize", x, "", g.const([factor, 1.0], np.float32), **attrs)
+
+
+def build_resample(g: Graph, op: str, c: Mapping[str, Any], params: Mapping[str, Any],
+                   table: np.ndarray | None) -> tuple[Feeds, Outs]:
+    """``resample.weights``: ``Resize`` of the rows of the (n, n) identity, which gives the (m, n)
+    weights. ``table_1d``: the prefix rows, then ``Resize`` of the (L, D) rows. ``grid_2d``: the
+    (H, W, D) grid resized separably with 2-D ``Resize`` nodes, the rows of (H, W*D) then the rows
+    of (W, H'*D) (``Transpose``): onnxruntime 1.30's CPU ``Resize`` refuses 4-D (NCHW) cubic
+    downsampling without antialias, and a 2-D ``Resize`` is the same separable kernel. ``Resize``
+    runs in the adapter's dtype, on the table as fed."""
+    dt = g.x_dtype
+    if op == "resample.weights":
+        eye = g.const(np.eye(c["n"]), NUMPY[dt])
+        return [], [(_resize_rows(g, eye, c["n"], c, int(params["new_size"]), params), "weights", "float")]
+    prefix = len(c["prefix"])
+    cut, end, rows_axis = g.const([prefix], I64), g.const([np.iinfo(np.int64).max], I64), g.const([0], I64)
+    head = g.op("Slice", "table_in", g.const([0], I64), cut, rows_axis)
+    rows = g.op("Slice", "table_in", cut, end, rows_axis)
+    if op == "resample.table_1d":
+        resized = _resize_rows(g, rows, c["rows"].shape[1], c["axis"], int(params["new_length"]), params)
+    else:
+        (h, w, width), (hy, wx) = c["grid"].shape, (c["height"], c["width"])
+        along_h = _resize_rows(g, g.op("Reshape", rows, g.const([h, w * width], I64)), w * width, hy,
+                               int(params["new_height"]), params)  # (H', W*D)
+        by_w = g.op("Reshape", g.op("Transpose", g.op("Reshape", along_h, g.const([hy["m"], w, width], I64)),
+                                    perm=[1, 0, 2]), g.const([w, hy["m"] * width], I64))  # (W, H'*D)
+        along_w = _resize_rows(g, by_w, hy["m"] * width, wx, int(params["new_width"]), params)  # (W', H'*D)
+        grid = g.op("Transpose", g.op("Reshape", along_w, g.const([wx["m"], hy["m"], width], I64)), perm=[1, 0, 2])
+        resized = g.op("Reshape", grid, g.const([-1, width], I64))  # (H' W', D), row-major
+    return _inputs_as(dt, table_in=np.asarray(table)), [(g.op("Concat", head, resized, axis=0), "table", "float")]
+
+
+# --- attention with the positional schemes: the real Attention (and RotaryEmbedding) operators ----------
+
+
+def _value_term(g: Graph, out: str, weights: str, u: str) -> str:
+    """``out + sum_j weights[..., i, j] u[..., i, j, :]`` in the compute dtype: (B, H, Tq, 1, Tk) x
+    (..., Tq, Tk, D) ``MatMul``."""
+    w = g.op("Unsqueeze", g.cast(weights, g.compute), g.const([-2], I64))
+    extra = g.op("Squeeze", g.op("MatMul", w, u), g.const([-2], I64))
+    return g.op("Add", g.cast(out, g.compute), extra)
+
+
+def build_attention_scheme(g: Graph, op: str, params: Mapping[str, Any], a: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    """``attention.<scheme>`` as the positional part in the graph around one real ``Attention``
+    (:func:`_attention_node`, opset 23): RoPE rotates q and k with one ``RotaryEmbedding`` each
+    (opset 23, cos/sin caches from the positions, as rope.apply); ALiBi and T5 build their bias
+    (``Pow``/``Abs``/``Sub``; the T5 bucket ladder and ``Gather``) and pass it in ``attn_mask``;
+    Shaw, Transformer-XL and stored terms pass their logits term as ``term * scale`` in
+    ``attn_mask`` and add the value term (Shaw, stored) under the operator's weights."""
+    dt = g.x_dtype
+    causal, past = _structural(params, a)
+    feeds = _inputs_as(dt, q=a["q"], k=a["k"], v=a["v"])
+    q, k, term, bias, u = "q", "k", None, None, None
+    b, h, tq, d = a["q"].shape
+    if op == "attention.rope":
+        p = {"base": a["base"], "layout": a["layout"], "x_layout": "BHTD", "attention_factor": 1.0}
+        q = _rotary(g, p, "q", a["q"].shape, "q_positions", tq, d, d)
+        k = _rotary(g, p, "k", a["k"].shape, "k_positions", a["k"].shape[2], d, d)
+        feeds += [("q_positions", a["q_positions"]), ("k_positions", a["k_positions"])]
+    elif op in ("attention.alibi", "attention.t5"):
+        qp, kp = a["q_positions"], a["k_positions"]
+        feeds += [("q_positions", qp), ("k_positions", kp)]
+        if op == "attention.alibi":
+            slopes = g.op("Pow", g.const(2.0), g.op("Neg", g.const(a["exponents"])))
+            bias = _alibi_bias(g, a["form"], slopes, "q_positions", "k_positions", qp, kp)
+        else:
+            bias = _t5_bias(g, "q_positions", "k_positions", "table", qp.ndim, a["limit"], a["side"], a["direction"])
+            feeds += _inputs_as(dt, table=a["table"])
+    elif op == "attention.shaw":
+        feeds += [("q_positions", a["qp"]), ("k_positions", a["kp"]),
+                  *_inputs_as(dt, rel_keys=a["rel_keys"], rel_values=a["rel_values"])]
+        index = _shaw_index(g, params)  # (Tq, Tk)
+        per_distance = g.op("MatMul", g.cast("q", g.compute), g.op("Transpose", g.cast("rel_keys", g.compute),
+                                                                   perm=[1, 0]))  # (B, H, Tq, 2K + 1)
+        term = g.op("GatherElements", per_distance, g.op("Expand", index, g.const([b, h, tq, a["k"].shape[2]], I64)),
+                    axis=3)
+        u = g.op("Gather", g.cast("rel_values", g.compute), index, axis=0)  # (Tq, Tk, D)
+    elif op == "attention.xl":
+        feeds += [("q_positions", a["qp"]), ("k_positions", a["kp"]),
+                  *_inputs_as(dt, u_bias=a["u_bias"], v_bias=a["v_bias"], w_r=a["w_r"])]
+        r = g.op("MatMul", g.op("Unsqueeze", _xl_embedding(g, _distance(g, "q_positions", "k_positions"),
+                                                          a["w_r"].shape[1], a["base"]), g.const([0], I64)),
+                 g.op("Unsqueeze", g.cast("w_r", g.compute), g.const([1], I64)))  # (H, Tq, Tk, D)
+        query = g.op("Add", g.cast("q", g.compute), g.op("Unsqueeze", g.cast("v_bias", g.compute),
+                                                          g.const([1], I64)))  # (B, H, Tq, D)
+        bd = g.op("MatMul", g.op("Unsqueeze", query, g.const([-2], I64)), g.op("Transpose", r, perm=[0, 1, 3, 2]))
+        heads = g.op("Gather", g.cast("k", g.compute), g.const(np.arange(h) // a["groups"], I64), axis=1)
+        content = g.op("MatMul", g.op("Unsqueeze", g.cast("u_bias", g.compute), g.const([1], I64)),
+                       g.op("Transpose", heads, perm=[0, 1, 3, 2]))  # (B, H, 1, Tk): u_h . k_j
+        term = g.op("Add", g.op("Squeeze", bd, g.const([-2], I64)), content)
+    else:  # attention.terms
+        feeds += _inputs_as(dt, term=a["term"], value_term=a["value_term"])
+        term, u = g.cast("term", g.compute), g.cast("value_term", g.compute)
+    out, weights = _attention_node(g, a, causal, past, q, k, "v", term, bias)
+    if u is not None:
+        out = _value_term(g, out, weights, u)
+    return feeds, [(out, "output", "float"), (weights, "weights", "float")]
+
+
+def build_pipeline(g: Graph, c: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    """One layer: ``Gather`` of the token rows, ``Add`` of the absolute encoding (input, or after
+    the output projection), ``MatMul`` projections in the compute dtype, then the real ``Attention``
+    (opset 23) on 3-D (B, T, H*D) inputs with ``q_num_heads``/``kv_num_heads`` (the operator splits
+    the heads, GQA from the counts) and ``is_causal``, and the ``MatMul`` by ``w_o``."""
+    dt = g.x_dtype
+    x = g.op("Gather", g.cast("embedding", g.compute), "tokens", axis=0)  # (B, T, d)
+    pe = g.cast("pe", g.compute)
+    if c["placement"] == "input":
+        x = g.op("Add", x, pe)
+    q, k, v = (g.cast(g.op("MatMul", x, g.cast(n, g.compute)), dt) for n in ("w_q", "w_k", "w_v"))
+    out = g._name("y")
+    g.nodes.append(helper.make_node("Attention", [q, k, v], [out], q_num_heads=c["heads"], kv_num_heads=c["kv_heads"],
+                                    is_causal=int(c["causal"]), scale=float(c["scale"])))
+    y = g.op("MatMul", g.cast(out, g.compute), g.cast("w_o", g.compute))
+    if c["placement"] == "after_block":
+        y = g.op("Add", y, pe)
+    feeds = [("tokens", c["tokens"]), *_inputs_as(dt, **{n: c[n] for n in ("embedding", "pe", "w_q", "w_k", "w_v",
+                                                                            "w_o")})]
+    return feeds, [(y, "output", "float")]
+
+
 def _probe_new(op: str, dtype: str) -> str | None:
     """``None`` when onnxruntime runs the op's graph at ``dtype`` (a trial run), else its message."""
     x = np.linspace(-1, 1, 16).reshape(1, 2, 2, 4)
+    resize = {"kernel": "bicubic", "cubic_a": -0.75, "antialias": "off", "coordinates": "half_pixel",
+              "size_from": "size", "scale_offset": 0.0}
+    plain = {"scale": None, "softmax_multiplier": 1.0, "causal": True, "alignment": "bottom_right"}
+    schemes: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]] = {
+        "attention.terms": ({}, {"term": np.zeros((1, 1, 2, 2)), "value_term": np.zeros((1, 1, 2, 2, 4))}),
+        "attention.rope": ({"base": 10000.0, "layout": "half"}, {}),
+        "attention.alibi": ({"form": "relative_causal"}, {}),
+        "attention.t5": ({"num_buckets": 8, "max_distance": 16, "direction": "bidirectional"},
+                         {"table": np.zeros((8, 2))}),
+        "attention.shaw": ({"max_relative_position": 1, "sign": "key_minus_query"},
+                           {"rel_keys": np.zeros((3, 4)), "rel_values": np.zeros((3, 4))}),
+        "attention.xl": ({"base": 10000.0}, {"u_bias": x[0, 0], "v_bias": x[0, 0], "w_r": x[0]}),
+    }
     trial: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]] = {
         "rope.inv_freq": ({"dim": 8, "base": 10000.0, "rope_type": "yarn", "factor": 4.0, "original_max_position": 64,
                            "context_length": None, "low_freq_factor": None, "high_freq_factor": None,
@@ -715,6 +962,22 @@ def _probe_new(op: str, dtype: str) -> str | None:
                 {"q_positions": np.arange(2), "k_positions": np.arange(2), "q": x[0, 0], "k": x[0, 0],
                  "rel_keys": x[0, 0, :1].repeat(3, 0), "weights": np.eye(2), "v": x[0, 0],
                  "rel_values": x[0, 0, :1].repeat(3, 0)}) for op in ("shaw.index", "shaw.logits", "shaw.output")},
+        "rope.longrope_inv_freq": ({"dim": 4, "base": 10000.0, "factor": 2.0, "original_max_position": 8,
+                                    "context_length": 4, "attention_factor": None,
+                                    "longrope_convention": "transformers"},
+                                   {"short_factor": np.ones(2), "long_factor": np.ones(2)}),
+        "transformer_xl.score": ({"base": 10000.0, "clamp_len": -1},
+                                 {"q": x[0, 0], "k": x[0, 0], "u": x[0, 0, 0], "v": x[0, 0, 1], "w_r": x[0, 0],
+                                  "q_positions": np.arange(2), "k_positions": np.arange(2)}),
+        "transformer_xl.rel_shift": ({"variant": "transformer_xl", "k_len": 2}, {"x": x[0, 0, :, :2]}),
+        **{op: ({**resize, "in_size": 4, "new_size": 2, "new_length": 2, "num_prefix_tokens": 1, "grid_height": 2,
+                 "grid_width": 2, "new_height": 3, "new_width": 3}, {"table": x[0, 0, :, :2].repeat(3, 0)[:5]})
+           for op in RESAMPLE_CHECKS},
+        **{op: ({**plain, **extra}, {"q": x, "k": x, "v": x, "q_positions": np.arange(2), "k_positions": np.arange(2),
+                                     **tables}) for op, (extra, tables) in schemes.items()},
+        "attention.pipeline": ({"num_heads": 2, "num_kv_heads": None, "causal": True, "pe_placement": "input"},
+                               {"tokens": np.array([[0, 1]]), "embedding": x[0].reshape(4, 4)[:3], "pe": x[0, 0],
+                                **{w: x[0].reshape(4, 4) for w in ("w_q", "w_k", "w_v", "w_o")}}),
     }
     params, inputs = trial[op]
     try:
@@ -728,6 +991,11 @@ def _probe_new(op: str, dtype: str) -> str | None:
         # Attention has no double kernel; onnxruntime then expands the operator's function body,
         # whose float constants do not type-check against double inputs
         return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
+    if dtype == "float64" and op in ATTENTION_OPS:
+        return ("onnxruntime 1.30 has no double kernel for the Attention operator: what runs at float64 is the "
+                "operator's ONNX function body, which scales Q and K by sqrt(scale) computed in float32 "
+                "(Constant ScaleF, Sqrt, then Cast to double; onnx/defs/nn/defs.cc), so the logits carry a "
+                "float32 rounding (about 1e-8 relative): not a float64 computation")
     return None
 
 
@@ -851,6 +1119,56 @@ def _shaw_runner(op: str) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarra
     return run
 
 
+def run_longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_longrope(g, checks.longrope(params, inputs), dtype), dtype)
+
+
+def run_xl_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_xl_score(g, checks.xl_score(params, inputs), dtype), dtype)
+
+
+def run_rel_shift(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_rel_shift(g, checks.rel_shift(params, inputs), dtype), dtype)
+
+
+RESAMPLE_CHECKS = {"resample.weights": checks.resample_weights, "resample.table_1d": checks.resample_table_1d,
+                   "resample.grid_2d": checks.resample_grid_2d}
+
+
+def _resample_runner(op: str) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+        c = RESAMPLE_CHECKS[op](params, inputs)
+        g = _graph(dtype)
+        return _execute(g, *build_resample(g, op, c, params, inputs.get("table")), dtype)
+    run.__name__ = f"run_{op.replace('.', '_')}"
+    return run
+
+
+ATTENTION_CHECKS = {"attention.terms": checks.attention_terms, "attention.rope": checks.attention_rope,
+                    "attention.alibi": checks.attention_alibi, "attention.t5": checks.attention_t5,
+                    "attention.shaw": checks.attention_shaw, "attention.xl": checks.attention_xl}
+
+
+def _scheme_runner(op: str) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+        a = dict(ATTENTION_CHECKS[op](params, inputs))
+        if op in ("attention.shaw", "attention.xl"):  # 1-D positions, checked above
+            a["qp"], a["kp"] = (checks.positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
+        g = _graph(dtype)
+        return _execute(g, *build_attention_scheme(g, op, params, a), dtype, ATTENTION_OPSET)
+    run.__name__ = f"run_{op.replace('.', '_')}"
+    return run
+
+
+def run_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    g = _graph(dtype)
+    return _execute(g, *build_pipeline(g, checks.attention_pipeline(params, inputs)), dtype, ATTENTION_OPSET)
+
+
+ATTENTION_OPS = ("attention", "attention.pipeline", *ATTENTION_CHECKS)  # graphs with the real Attention operator
 RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]] = {
     "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply,
     "rope.scores": run_rope_scores,
@@ -860,6 +1178,9 @@ RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], 
     "deberta.index": run_deberta_index, "attention": run_attention,
     "rope.xpos": run_xpos, "rope.mrope_cos_sin": run_mrope,
     **{op: _shaw_runner(op) for op in ("shaw.index", "shaw.logits", "shaw.output")},
+    "rope.longrope_inv_freq": run_longrope, "transformer_xl.score": run_xl_score,
+    "transformer_xl.rel_shift": run_rel_shift, **{op: _resample_runner(op) for op in RESAMPLE_CHECKS},
+    **{op: _scheme_runner(op) for op in ATTENTION_CHECKS}, "attention.pipeline": run_pipeline,
 }
 CALLS = {op: f"ONNX graph of primitive operators ({fn.__name__}), opset {OPSET}" for op, fn in RUNNERS.items()}
 CALLS["rope.apply"] = f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), cos/sin caches built in the graph"
