@@ -1,18 +1,46 @@
-"""ONNX Runtime adapter: each op as an ONNX graph, run by onnxruntime; the real ``RotaryEmbedding``
-and ``Attention`` operators (opset 23) for rope.apply and attention, primitive operators elsewhere.
+"""ONNX Runtime adapter: each op as an ONNX graph, run by onnxruntime; the real ``RotaryEmbedding``,
+``Attention`` (opset 23) and ``Resize`` operators where they apply, primitive operators elsewhere.
 
-Every case builds a small graph with the ``onnx.helper`` API (opset 21, opset 23 for the two real
-operators) from the case's parameters and runs it on the CPU execution provider. The absolute ops
-use ``Cast``, ``Add``, ``Mul``, ``Div``, ``Neg``, ``Pow``, ``Sin``, ``Cos``, ``Unsqueeze``,
-``Concat``, ``Slice``, ``Reshape``, ``Shape``, ``Equal``, ``Not``, ``CumSum``, ``Gather``,
-``Min``; the frequencies are computed in the graph (``Pow(base, -e)``), not baked in.
+Every case builds a small graph with the ``onnx.helper`` API (opset 21, opset 23 for the two
+opset-23 operators) from the case's parameters and runs it on the CPU execution provider. The
+absolute ops use ``Cast``, ``Add``, ``Mul``, ``Div``, ``Neg``, ``Pow``, ``Sin``, ``Cos``,
+``Unsqueeze``, ``Concat``, ``Slice``, ``Reshape``, ``Shape``, ``Equal``, ``Not``, ``CumSum``,
+``Gather``, ``Min``; the frequencies are computed in the graph (``Pow(base, -e)``), not baked in.
 
-Dtypes: ``float32`` (the graph computes in float32), ``float16`` (positions and angles in
-float32, since the phase tolerance asks for at least float32 angles; the result is cast to
-float16 at the end) and ``float64``
-(the graph computes in double where the CPU provider has double kernels). At start-up the
-adapter builds every op once per dtype; an (op, dtype) pair whose graph onnxruntime refuses
-is ``not_applicable`` with onnxruntime's message as the reason, never a pass.
+================================ ================================================== ==================
+op                               ONNX operators                                     computes in
+================================ ================================================== ==================
+sinusoidal.*, grid2d.sincos,     primitive graphs                                   float64, float32 [1]_
+learned.lookup, rope.inv_freq,
+rope.longrope_inv_freq,
+rope.cos_sin, rope.xpos,
+rope.mrope_cos_sin, alibi.*,
+t5.*, deberta.*, shaw.*,
+transformer_xl.*
+rope.apply, rope.scores          ``RotaryEmbedding`` (+ ``MatMul`` for scores)      float32, float16 [2]_
+attention                        ``Attention``                                      float32, float16 [2]_
+attention.rope                   two ``RotaryEmbedding`` + ``Attention``            float32, float16 [2]_
+attention.alibi, attention.t5    bias graph + ``Attention`` (``attn_mask``)         float32, float16 [2]_
+attention.shaw, attention.xl,    term graph + ``Attention`` (``attn_mask``), value  float32, float16 [2]_
+attention.terms                  term under the returned weights
+attention.pipeline               ``Gather``, ``MatMul``, 3-D ``Attention``          float32, float16 [2]_
+resample.*                       ``Resize``                                         float32, float16 [3]_
+================================ ================================================== ==================
+
+.. [1] At float16 the primitive graphs compute in float32 (positions and angles need at least
+   float32 for the phase tolerance) and cast the result to float16; the ops added with xPos,
+   MRoPE, Shaw, LongRoPE and Transformer-XL take their float inputs in float16, as a float16
+   model holds them (the older ones are fed float64 and cast to float32 in the graph).
+.. [2] Neither ``RotaryEmbedding`` nor ``Attention`` has a double kernel in onnxruntime 1.30:
+   these ops are not_applicable at float64, never a pass (for the 3-D ``Attention`` of
+   attention.pipeline onnxruntime runs the operator's function body, which computes
+   ``sqrt(scale)`` in float32). At float16 they take float16 inputs (x, q, k, v, the caches and
+   ``attn_mask``), as a float16 model feeds them.
+.. [3] ``Resize`` has no double kernel in onnxruntime 1.30 (not_applicable at float64); at
+   float16 it runs the float16 kernel on the float16 table.
+
+At start-up the adapter builds every op once per dtype; an (op, dtype) pair whose graph
+onnxruntime refuses is ``not_applicable`` with onnxruntime's message as the reason, never a pass.
 
 ``learned.lookup``: ``Gather`` wraps negative indices and refuses indices past the end with
 a generic runtime error, so out-of-range and negative rows are refused by the wrapper first
@@ -36,15 +64,27 @@ additive masks, the sliding window and the bias form one float ``attn_mask`` (``
 The weights are ``qk_matmul_output`` under ``qk_matmul_output_mode=3``. The operator zeroes fully
 masked rows, so ``fully_masked="nan"``/``"uniform"`` are not_applicable.
 
-Neither operator has a float64 kernel in onnxruntime 1.30: the start-up trial run reports both
-as not_applicable at float64, never as a pass. At float16 they take float16 inputs (x, q, k, v and
-the caches), as a float16 model feeds them.
+The positional attention ops use the same ``Attention`` node (causal alignment as above).
+``attention.rope`` (the RoPE attention block) rotates q at its positions and k at its own with
+one ``RotaryEmbedding`` each, whole head, caches built in the graph as for rope.apply, then
+attends. ALiBi (slopes ``Pow(2, -x_h)``, press rule, one per query head) and T5 (the bucket
+ladder and ``Gather`` of t5.bias) build their bias in the graph and add it to ``attn_mask``. The
+logits terms of Shaw (``GatherElements`` of ``q A^K^T``), Transformer-XL (``R`` of ``p_i - p_j``
+projected by ``w_r``, plus ``u . k_j`` with the kv heads ``Gather``-ed to the query heads) and
+attention.terms are added to q . k *before* the scale; the operator adds its mask after
+scaling, so they enter ``attn_mask`` as ``term * scale``. The value terms (Shaw's ``A^V`` rows,
+stored ``value_term``) are added under the operator's returned weights (``MatMul``).
+``attention.pipeline`` gathers the token rows, adds the encoding (at the input or after the
+output projection), projects with ``MatMul`` and attends with the 3-D form of ``Attention``
+(``q_num_heads``/``kv_num_heads``: the operator splits and merges the heads).
 
 ``rope.cos_sin``, ``alibi.*`` (``alibi.mask_positions`` with ``CumSum``), ``t5.bucket``/``t5.bias``
 and ``deberta.*`` are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64
 truncating, ``Where``, ``Gather``, ``Transpose``, ...); the bucket ladders are the float formulas
 of transformers. ``rope.inv_freq`` (every rope_type but longrope): the per-pair arrays in the graph,
-the scalars in Python float64 as transformers keeps them.
+the scalars in Python float64 as transformers keeps them. ``rope.longrope_inv_freq``:
+``Reciprocal(e * Pow(base, 2i/d))`` with the factor list in use (chosen in Python, as transformers
+does) and the attention factor a Python float64 scalar.
 
 ``rope.xpos`` is a primitive graph (not ``RotaryEmbedding``, which has no per-pair scale): the pair
 channels (``Slice``, or ``Reshape`` to (..., D/2, 2) for interleaved pairs) rotated with ``Mul``/``Sub``/
@@ -53,10 +93,28 @@ a scale that overflows the compute dtype (``IsInf``) is refused as ``out_of_rang
 ``rope.mrope_cos_sin``: ``Gather`` of each pair's stream from the (3, ...) positions, ``Transpose``,
 ``Cos``/``Sin``. ``shaw.index``: ``Clip(+-(p_j - p_i), -K, K) + K``; ``shaw.logits``: ``MatMul`` and
 ``GatherElements`` of ``q A^K^T``; ``shaw.output``: ``MatMul`` with the one-hot of the index
-(``Equal`` against ``arange(2K + 1)``). These graphs take their float inputs in the adapter's
-dtype (float16 inputs at float16, as a float16 model holds them) and compute in float32 at float16.
-Not built (not_applicable): rope.longrope_inv_freq, transformer_xl.*, resample.*, attention.terms,
-attention.pipeline.
+(``Equal`` against ``arange(2K + 1)``). ``transformer_xl.score``: ``(q + u) k^T`` plus
+``(q + v) . (R W_R)`` with ``R = [Sin | Cos]`` of the (``Clip``-ped) distances;
+``transformer_xl.rel_shift``: the codebase's ``Pad``/``Reshape``/``Slice`` shift itself, ``valid``
+from index comparisons.
+
+``resample.*`` runs the real ``Resize`` operator. The resample conventions map onto its
+attributes: ``kernel`` is ``mode`` (cubic, linear), ``cubic_a`` is ``cubic_coeff_a``,
+``coordinates`` is ``coordinate_transformation_mode`` (half_pixel, align_corners),
+``antialias="on"`` is ``antialias=1`` with ``exclude_outside=1`` (the kernel stretched when
+downsampling, the taps outside the table dropped and the rest renormalised, as PIL and timm do),
+``"off"`` is ``antialias=0``, ``exclude_outside=0`` (taps past an edge read the edge sample, as
+PyTorch does; the bilinear clamp of negative source coordinates at 0 gives the same values).
+``size_from="size"`` passes ``sizes``; ``"scale_factor"`` passes ``scales`` =
+``(new + scale_offset) / n``, which the operator takes as float32 and sizes the output as the
+floor of the float32 product: where that floor differs from the float64 floor of the op, no
+``Resize`` setting gives the output size and the case is not_applicable (checked from the
+parameters for resample.weights and resample.grid_2d; resample.table_1d's length comes from its
+table, so such a table_1d case would fail on the shape). ``resample.weights`` resizes the rows of
+the (n, n) identity; ``resample.table_1d`` keeps the prefix rows and resizes the (L, D) rows;
+``resample.grid_2d`` resizes the (H, W, D) grid separably with two 2-D ``Resize`` nodes (rows of
+(H, W*D), then of (W, H'*D)), since onnxruntime 1.30's CPU ``Resize`` refuses a 4-D cubic
+downsample without antialias.
 
 Run::
 
@@ -1187,6 +1245,38 @@ CALLS["rope.apply"] = f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), 
 CALLS["rope.scores"] = f"two ONNX RotaryEmbedding operators (opset {ROPE_OPSET}) and MatMul (no xPos)"
 CALLS["attention"] = (f"the ONNX Attention operator (opset {ATTENTION_OPSET}): is_causal, past_key/past_value for "
                       "bottom-right alignment, a float attn_mask, qk_matmul_output_mode=3 for the weights")
+CALLS["attention.rope"] = (f"two ONNX RotaryEmbedding operators and the Attention operator (opset {ATTENTION_OPSET}): "
+                           "q and k rotated at their own positions, then attended")
+CALLS.update({op: f"the ONNX Attention operator (opset {ATTENTION_OPSET}) with the {what} in attn_mask"
+              for op, what in (("attention.alibi", "ALiBi bias built in the graph"),
+                               ("attention.t5", "T5 bucket bias built in the graph"))})
+CALLS.update({op: f"the ONNX Attention operator (opset {ATTENTION_OPSET}) with the {what}"
+              for op, what in (("attention.shaw", "Shaw key term (times scale) in attn_mask and the value term under "
+                                "its weights"),
+                               ("attention.xl", "Transformer-XL terms (b)-(d) (times scale) in attn_mask"),
+                               ("attention.terms", "stored term (times scale) in attn_mask and the value term under "
+                                "its weights"))})
+CALLS["attention.pipeline"] = (f"ONNX Gather and MatMul around the 3-D Attention operator (opset {ATTENTION_OPSET}, "
+                               "q_num_heads/kv_num_heads)")
+CALLS.update({op: f"the ONNX Resize operator (opset {OPSET}, cubic_coeff_a, coordinate_transformation_mode, antialias "
+              "with exclude_outside)" for op in RESAMPLE_CHECKS})
+
+
+def _float32_size(params: Mapping[str, Any]) -> bool | str:
+    """Whether ``Resize`` under float32 ``scales`` gives the output size of ``size_from="scale_factor"``:
+    onnxruntime sizes each axis as ``floor(n * scale)`` with the float32 scale, the reference as the
+    float64 floor of F.interpolate (13 * (15/13) is 14 in float64, 15 in float32)."""
+    offset = float(params["scale_offset"])
+    for n_name, new_name in (("in_size", "new_size"), ("grid_height", "new_height"), ("grid_width", "new_width")):
+        if n_name not in params or not isinstance(params[n_name], int) or params[n_name] < 1:
+            continue  # malformed sizes are the validator's to refuse
+        n, new = int(params[n_name]), float(params[new_name])
+        wide, narrow = np.floor(n * ((new + offset) / n)), np.floor(np.float32(n) * np.float32((new + offset) / n))
+        if wide != narrow:
+            return (f"Resize takes its scales as float32: {n_name}={n} scaled by ({new:g} + {offset:g}) / {n} gives "
+                    f"{int(narrow)} rows in onnxruntime (floor of the float32 product), {int(wide)} in the float64 "
+                    "floor of size_from='scale_factor'; no Resize setting gives that output size")
+    return True
 
 
 class OnnxRuntimeAdapter(Adapter):
@@ -1222,6 +1312,8 @@ class OnnxRuntimeAdapter(Adapter):
         xpos = params.get("xpos_scale_base")
         if op == "rope.scores" and xpos is not None and np.isfinite(float(xpos)) and float(xpos) > 0:
             return "the xPos pair weights have no RotaryEmbedding form (xpos_scale_base is set)"
+        if op in ("resample.weights", "resample.grid_2d") and params.get("size_from") == "scale_factor":
+            return _float32_size(params)
         if op == "rope.apply" and params.get("layout") == "interleaved_to_half":
             return ("RotaryEmbedding reads and writes pairs in one layout (interleaved=0 or 1); "
                     "interleaved_to_half has no form")
