@@ -66,7 +66,9 @@ def test_graphs_pass_every_case(dtype):
 def test_the_new_ops_pass_through_the_runner(dtype):
     adapter = load_adapter(f"{FILE}:ADAPTER")
     adapter = adapter if dtype == "float32" else adapter.at_dtype(dtype)
-    assert all(adapter.supports(op, {}) is True or op in REAL_OPERATOR_OPS for op in NEW_OPS)
+    for op in NEW_OPS:  # every new op has a graph; at float64 the real operators have no double kernel
+        refused = dtype == "float64" and op in REAL_OPERATOR_OPS
+        assert (adapter.supports(op, {}) is True) is not refused, op
     run = run_conformance(adapter, spec="ort", select=_new)
     assert run.passed
     statuses = {op: {r.status for r in run.results if r.op == op} for op in NEW_OPS}
