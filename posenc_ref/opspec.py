@@ -55,10 +55,6 @@ class Param:
         return bool(self.users)
 
 
-ScaleFunction = Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], NDArray[np.float64]]
-"""``(params, inputs) -> per-element array`` broadcastable to an output (a phase or a scale)."""
-
-
 @dataclass(frozen=True)
 class Output:
     """One output array of an op and how it is compared.
@@ -79,8 +75,8 @@ class Output:
     name: str
     dtype: Literal["float64", "int64"]
     tolerance: ToleranceClass
-    phase: ScaleFunction | None = None
-    input_scale: ScaleFunction | None = None
+    phase: Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], NDArray[np.float64]] | None = None
+    input_scale: Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], NDArray[np.float64]] | None = None
 
 
 InputMaker = Callable[[np.random.Generator], Mapping[str, NDArray[Any]]]
