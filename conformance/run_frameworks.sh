@@ -40,16 +40,20 @@ for d in float64 float32; do
 done
 for a in ROPE_INIT:rope-init LONGROPE:longrope LLAMA_ROPE:llama-rope GPTJ_ROPE:gptj-rope QWEN2VL_MROPE:qwen2vl-mrope \
          T5_BUCKET:t5-bucket \
-         DEBERTA_BUCKET:deberta-bucket BLOOM_ALIBI:bloom-alibi MPT_ALIBI:mpt-alibi; do
+         DEBERTA_BUCKET:deberta-bucket BLOOM_ALIBI:bloom-alibi MPT_ALIBI:mpt-alibi \
+         DEBERTA_SCORES:deberta-scores XLNET:xlnet EAGER_ATTENTION:eager-attention; do
   check "torch-${a#*:}-float32" -- "$A/torch_adapter.py:${a%%:*}" $lib
 done
 for d in float64 float32; do
   check torch-t5-bias-$d -- $A/torch_adapter.py:T5_BIAS --dtype $d $lib
   check torch-interpolate-$d -- $A/torch_adapter.py:INTERPOLATE --dtype $d $lib
+  check torch-shaw-w2v-bert-$d -- $A/torch_adapter.py:SHAW_W2V_BERT --dtype $d $lib
 done
 for d in float64 float32 float16 bfloat16; do
   check torch-sdpa-$d -- $A/torch_adapter.py:SDPA --dtype $d $lib
   check torch-embedding-$d -- $A/torch_adapter.py:EMBEDDING --dtype $d $lib
+  check torch-rel-shift-$d -- $A/torch_adapter.py:REL_SHIFT --dtype $d $lib
+  check torch-layer-$d -- $A/torch_adapter.py:TORCH_LAYER --dtype $d $lib
   check torch-port-$d -- $A/torch_adapter.py:TORCH --dtype $d
 done
 check jax-float64 JAX_ENABLE_X64=1 -- $A/jax_adapter.py:ADAPTER --expectations $A/jax_float64.toml

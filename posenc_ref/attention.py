@@ -92,6 +92,10 @@ softmax over key blocks (running maximum, running sum, rescaled accumulator; Mil
 Gimelshein 2018, arXiv:1805.02867): extra memory O(B H Tq (block + D)) instead of the
 (B, H, Tq, Tk) weights. It equals the direct path within a few float64 ulp (a test).
 
+Calls with at least 2**21 logits and no ``logits_term`` run in query-row tiles on a pool of
+threads (:mod:`posenc_ref.attention_tiles`; ``POSENC_REF_THREADS`` sets the pool's size): the
+same computation per row, in cache and on several cores.
+
 Differences from common implementations
 ----------------------------------------
 * The reference never computes in the input dtype: everything is float64.
@@ -107,6 +111,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.attention_core import DEFAULT_BLOCK, F64, LogitsTerm, Pass, blockwise, direct
+from posenc_ref.attention_tiles import run, tileable
 from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
 
 Alignment = Literal["top_left", "bottom_right"]
@@ -259,11 +264,19 @@ def attention(
         softmax_multiplier=softmax_multiplier,
     )
     if return_weights:
-        return direct(spec)
+        if not tileable(spec):
+            return direct(spec)
+        out, weights = run(spec, direct, width=spec.k.shape[2], weights=True)
+        assert weights is not None
+        return out, weights
     b, h, tq, _ = spec.q.shape
-    if block_size is not None or b * h * tq * spec.k.shape[2] > DIRECT_LIMIT:
-        return blockwise(spec, block_size or DEFAULT_BLOCK)
-    return direct(spec)[0]
+    tk = spec.k.shape[2]
+    compute: Callable[[Pass], tuple[F64, F64 | None]] = direct
+    width = tk
+    if block_size is not None or b * h * tq * tk > DIRECT_LIMIT:
+        width = min(block_size or DEFAULT_BLOCK, tk)
+        compute = lambda tile: (blockwise(tile, width), None)  # noqa: E731
+    return run(spec, compute, width=width, weights=False)[0] if tileable(spec) else compute(spec)[0]
 
 
 def prepare_pass(

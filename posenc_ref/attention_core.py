@@ -37,6 +37,7 @@ class Pass:
     k_positions: NDArray[np.int64] | None
     logits_term: LogitsTerm | None
     fully_masked: str
+    origin: tuple[int, int, int] = (0, 0, 0)  # (b, h, row) of q[0, 0, 0] in the whole call (a tile's offset)
 
     @property
     def groups(self) -> int:
@@ -112,7 +113,7 @@ def _empty_rows(p: Pass, empty: NDArray[np.bool_], out: F64, weights: F64 | None
         return
     rows = empty[..., 0]
     if p.fully_masked == "error":
-        first = tuple(int(i) for i in np.argwhere(rows)[0])
+        first = tuple(int(i) + o for i, o in zip(np.argwhere(rows)[0], p.origin))
         raise SpecError(f"attention: query row (b, h, i) = {first} has every key masked under fully_masked='error'")
     if p.fully_masked == "nan":
         out[rows] = np.nan

@@ -6,7 +6,8 @@ installed)::
     manifest.json                      format_version, version, generator, policies, cases, retired
     cases/<case id>/input.<name>.npy   stored inputs (never regenerated from a seed)
     cases/<case id>/expected.<name>.npy  oracle outputs (float64, or int64 for exact outputs)
-    cases/<case id>/phase.<name>.npy   the phase of every element, for phase-class outputs
+    cases/<case id>/phase.<name>.npy   the phase (or error scale) of every element, where the class has one
+    cases/<case id>/input_scale.<name>.npy  the input scale of every element, for outputs that have one
 
 Every array entry in the manifest carries ``file``, ``dtype``, ``shape`` and ``sha256`` (of the
 raw little-endian C-order bytes). A file whose hash, header, dtype or shape disagrees with the
@@ -39,6 +40,9 @@ FORMAT_VERSION: Final = "1.0"
 CORPUS_VERSION: Final = "1.0.0"
 CHECK_ULPS: Final = 2
 """``golden check``: a recomputed oracle float may differ from the stored one by this many ulps."""
+
+SCALE_RTOL: Final = 1e-9
+"""``golden check``: a recomputed phase or input scale may differ from the stored one by this (relative)."""
 
 Progress = Callable[[int, int, str], None]
 
@@ -107,7 +111,8 @@ def _reference_disagreements(op: OpRecord, case_id: str, params: Mapping[str, An
     problems = []
     for out in op.outputs:
         phase = out.phase(params, inputs) if out.phase else None
-        verdict = compare(actual[out.name], expected[out.name], policy(out.tolerance, "float64"), phase)
+        scale = out.input_scale(params, inputs) if out.input_scale else None
+        verdict = compare(actual[out.name], expected[out.name], policy(out.tolerance, "float64"), phase, scale)
         if actual[out.name].shape != expected[out.name].shape or not verdict.passed:
             problems.append(f"{case_id}/{out.name}: reference differs from the oracle "
                             f"(worst {verdict.abs_error:.3g} at {verdict.worst_index}, allowed {verdict.allowed:.3g})")
@@ -159,6 +164,9 @@ def generate(directory: Path, *, progress: Progress | None = None) -> dict[str, 
                 item["tolerance"] = out.tolerance
                 if out.phase:
                     item["phase"] = _entry(staging, f"{folder}/phase.{out.name}.npy", out.phase(params, inputs))
+                if out.input_scale:
+                    item["input_scale"] = _entry(staging, f"{folder}/input_scale.{out.name}.npy",
+                                                 np.asarray(out.input_scale(params, inputs), dtype=np.float64))
                 entry["outputs"][out.name] = item
         cases_out.append(entry)
     manifest = {
@@ -191,6 +199,8 @@ def _array_entries(case: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, 
         yield f"output {name}", item
         if isinstance(item, dict) and "phase" in item:
             yield f"phase of {name}", item["phase"]
+        if isinstance(item, dict) and "input_scale" in item:
+            yield f"input scale of {name}", item["input_scale"]
 
 
 def manifest_problems(manifest: Any) -> list[str]:
@@ -326,7 +336,8 @@ class Corpus:
         inputs = {name: self._array(item) for name, item in entry["inputs"].items()}
         outputs = {
             name: GoldenOutput(self._array(item), item["tolerance"],
-                               self._array(item["phase"]) if "phase" in item else None)
+                               self._array(item["phase"]) if "phase" in item else None,
+                               self._array(item["input_scale"]) if "input_scale" in item else None)
             for name, item in entry["outputs"].items()
         }
         return GoldenCase(entry, inputs, outputs)
@@ -342,6 +353,8 @@ class GoldenOutput:
     expected: NDArray[Any]
     tolerance: str
     phase: NDArray[np.float64] | None
+    input_scale: NDArray[np.float64] | None = None
+    """Per-element input scale ``s`` of the input-rounding term (absent from corpora before it)."""
 
 
 @dataclass(frozen=True)
@@ -374,7 +387,8 @@ def load_case(directory: Path, entry: Mapping[str, Any]) -> GoldenCase:
     inputs = {name: _load(directory, item) for name, item in entry["inputs"].items()}
     outputs = {
         name: GoldenOutput(_load(directory, item), item["tolerance"],
-                           _load(directory, item["phase"]) if "phase" in item else None)
+                           _load(directory, item["phase"]) if "phase" in item else None,
+                           _load(directory, item["input_scale"]) if "input_scale" in item else None)
         for name, item in entry["outputs"].items()
     }
     return GoldenCase(entry, inputs, outputs)
@@ -396,7 +410,8 @@ def check(directory: Path, *, progress: Progress | None = None) -> list[str]:
 
     Integrity first (:func:`verify`); then the case ids and parameters against the registry;
     then, per case: the oracle recomputed from the stored inputs (integers exact, floats within
-    :data:`CHECK_ULPS` float64 ulps), the float64 reference within its float64 tolerance, and
+    :data:`CHECK_ULPS` float64 ulps), the float64 reference within its float64 tolerance, the
+    stored phases and input scales against the records (within :data:`SCALE_RTOL`), and
     error cases raising their declared category. Returns readable problems (empty when clean).
     """
     from posenc_ref import oracle
@@ -438,4 +453,25 @@ def check(directory: Path, *, progress: Progress | None = None) -> list[str]:
                 problems.append(f"{cid}/{name}: recomputed oracle is {distance:g} ulp from the stored value")
         problems += _reference_disagreements(get_op(entry["op"]), cid, params, golden.inputs,
                                              {k: v.expected for k, v in golden.outputs.items()})
+        problems += _scale_disagreements(op, cid, params, golden)
+    return problems
+
+
+def _scale_disagreements(op: OpRecord, case_id: str, params: Mapping[str, Any], golden: GoldenCase) -> list[str]:
+    """Stored phases and input scales that the op's record no longer computes (or no longer has)."""
+    problems = []
+    for out in op.outputs:
+        stored = golden.outputs.get(out.name)
+        if stored is None:
+            continue
+        for label, function, array in (("phase", out.phase, stored.phase),
+                                       ("input scale", out.input_scale, stored.input_scale)):
+            if function is None or array is None:
+                if (function is None) != (array is None):
+                    problems.append(f"{case_id}/{out.name}: the {label} is "
+                                    f"{'stored but not in the registry' if function is None else 'missing'}")
+                continue
+            fresh = np.broadcast_to(np.asarray(function(params, golden.inputs), dtype=np.float64), array.shape)
+            if not np.allclose(fresh, array, rtol=SCALE_RTOL, atol=0.0):
+                problems.append(f"{case_id}/{out.name}: the stored {label} differs from the recomputed one")
     return problems

@@ -63,12 +63,20 @@ class Output:
     inputs, the phase ``theta`` behind each element (broadcastable to the output); for the
     ``"reduction"`` class it computes the element's error scale ``m`` instead (see
     :mod:`posenc_ref.tolerance`).
+
+    ``input_scale`` computes the element's *input scale* ``s``: the sum over the terms of the
+    element of ``|term|`` times the number of the term's factors that are value inputs of the
+    op (:attr:`OpRecord.value_inputs`). Rounding every value input to a dtype of unit
+    roundoff ``u`` moves the element by at most ``u s`` to first order; the policies of the
+    narrow dtypes allow a multiple of that (:mod:`posenc_ref.tolerance`). Outputs that copy an
+    input (``ulp`` class) and the ``normwise`` class have none.
     """
 
     name: str
     dtype: Literal["float64", "int64"]
     tolerance: ToleranceClass
     phase: Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], NDArray[np.float64]] | None = None
+    input_scale: Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], NDArray[np.float64]] | None = None
 
 
 InputMaker = Callable[[np.random.Generator], Mapping[str, NDArray[Any]]]
@@ -112,6 +120,11 @@ class OpRecord:
     citation: str
     cases: tuple[Case, ...]
     position_inputs: tuple[str, ...] = ()
+    value_inputs: tuple[str, ...] = ()
+    """The float *data* inputs (activations, tables, weights) that an implementation may hold in
+    its own dtype, so that a float16 implementation receives them rounded to float16. Never
+    positions, frequencies or factors an angle is computed from: rounding those to a narrow
+    dtype is the float16-angle bug class, which the ``phase`` policies fail by design."""
     intermediates: str = ""
     """The transcendental intermediates the op computes inside, when its outputs do not show
     them: ``"angles"`` (sines/cosines of phases) or ``"logarithms"`` (log buckets). Phase

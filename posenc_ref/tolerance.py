@@ -65,9 +65,22 @@ with the floor set by the output's tolerance class:
     ``phase``. A plain ``ulp`` bound cannot hold here: float64 ``1e6 ** (-14/80)`` is 4 ulp from
     the truth and the float32 transformers formula 5 ulp.
 
+Input rounding: the corpus inputs are float64, but an implementation in ``D`` usually holds
+its float data inputs (``x``, ``q``, ``k``, tables, weights: the record's ``value_inputs``) in
+``D``. Rounding each factor of a term :math:`t` to ``D`` moves it by at most
+:math:`n_t\,u_D\,|t|` to first order, with :math:`n_t` its rounded factors and
+:math:`u_D = \epsilon_D / 2`, so an element moves by at most :math:`u_D\,s` with its *input
+scale* :math:`s = \sum_t n_t\,|t|`, which the op's record computes and the corpus carries
+(``input_scale.<output>.npy``). Every class with an input scale adds
+:math:`c_{input}\,u_D\,s`: :data:`INPUT_C` is 0 for float64 (nothing is rounded) and float32
+(its floors already hold twice the term, a test) and 2 for float16 and bfloat16 (twice the
+first-order bound). Outputs that copy an input round once and need none; ``normwise``
+scales with :math:`\epsilon_D` already.
+
 Constants (:data:`POLICIES`) were calibrated on the built-in emulations of typical float32 and
-float16 frameworks, which pass every case with at least 2x headroom (a test), while the
-mutant catalogue (wrong layouts, off-by-one positions, float16 angles, ...) fails (a test).
+float16 frameworks, with and without inputs held in the narrow dtype, which pass every case
+with at least 2x headroom (a test), while the mutant catalogue (wrong layouts, off-by-one
+positions, float16 angles, ...) fails (a test).
 """
 
 from __future__ import annotations
@@ -97,6 +110,11 @@ def eps(dtype: Dtype) -> float:
     return 2.0 ** (1 - _FORMATS[dtype][0])
 
 
+def unit_roundoff(dtype: Dtype) -> float:
+    """Unit roundoff ``u = eps / 2`` of ``dtype``: the largest relative error of rounding to it."""
+    return eps(dtype) / 2.0
+
+
 def ulp(values: Any, dtype: Dtype) -> NDArray[np.float64]:
     """Spacing of ``dtype`` at ``|values|`` (the subnormal spacing below the normal range).
 
@@ -117,11 +135,13 @@ def ulp(values: Any, dtype: Dtype) -> NDArray[np.float64]:
 
 @dataclass(frozen=True)
 class Policy:
-    """A resolved tolerance: ``n_ulp * ulp_D(|e|) + c_phase * eps_P * (1 + |theta|)``.
+    """A resolved tolerance: ``n_ulp * ulp_D(|e|) + c_phase * eps_P * (1 + |theta|) + c_input * u_D * s``.
 
     ``c_phase`` is the class constant: the phase floor's ``c`` for ``phase``, the normwise ``c``
     for ``normwise``, and for ``reduction`` the ``c`` of the floor ``c_phase * eps_P * m`` on the
     element's error scale ``m`` (so that relaxing a policy scales every class the same way).
+    ``c_input`` multiplies the input-rounding term ``u_D * s`` (``u_D = eps_D / 2``, ``s`` the
+    element's input scale), added wherever the output has an input scale.
     """
 
     tolerance_class: str
@@ -129,9 +149,15 @@ class Policy:
     n_ulp: float
     c_phase: float = 0.0
     phase_dtype: Dtype = "float64"
+    c_input: float = 0.0
 
-    def allowed(self, expected: NDArray[np.float64], phase: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
-        """The allowed absolute error at every element."""
+    def allowed(self, expected: NDArray[np.float64], phase: NDArray[np.float64] | None = None,
+                input_scale: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        """The allowed absolute error at every element.
+
+        ``input_scale`` (the output's per-element input scale, when it has one) adds
+        ``c_input * u_D * s``; without it the term is absent.
+        """
         bound = self.n_ulp * ulp(expected, self.dtype)
         if self.tolerance_class == "phase":
             if phase is None:
@@ -145,6 +171,8 @@ class Policy:
             magnitude = np.abs(np.asarray(expected, dtype=np.float64))
             log_phase = np.abs(np.log(np.where(magnitude > 0, magnitude, 1.0)))
             bound = bound + self.c_phase * eps(self.phase_dtype) * magnitude * (1.0 + log_phase)
+        if input_scale is not None and self.c_input and self.tolerance_class not in ("exact", "normwise"):
+            bound = bound + self.c_input * unit_roundoff(self.dtype) * np.abs(input_scale)
         return np.asarray(bound, dtype=np.float64)
 
     def describe(self) -> str:
@@ -161,6 +189,8 @@ class Policy:
                     " * (|e| + rms(e))")
         if self.tolerance_class == "power":
             text += f" + {self.c_phase:g} * eps({self.phase_dtype}) * |e| * (1 + |ln|e||)"
+        if self.c_input:
+            text += f" + {self.c_input:g} * u({self.dtype}) * s"
         return text
 
     def allowed_normwise(self, expected: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -176,6 +206,13 @@ class Policy:
         return np.asarray(rows, dtype=np.float64), np.asarray(elements, dtype=np.float64)
 
 
+INPUT_C: Final[dict[Dtype, float]] = {"float64": 0.0, "float32": 0.0, "float16": 2.0, "bfloat16": 2.0}
+"""``c_input`` by adapter dtype: the input-rounding term ``c_input * u_D * s`` (see the module notes).
+
+float64: the corpus inputs are float64 numbers, so nothing is rounded. float32: the existing
+floors already hold at least twice the first-order effect of float32 inputs at every element of
+the corpus (a test). float16 and bfloat16: twice the first-order bound."""
+
 NORMWISE_C: Final = 8.0
 """The ``normwise`` constant ``c`` (calibrated: see the module notes and tests/test_runner.py)."""
 
@@ -187,13 +224,13 @@ POLICIES: Final[dict[tuple[str, Dtype], Policy]] = {
     ("ulp", "bfloat16"): Policy("ulp", "bfloat16", 2.0),
     ("phase", "float64"): Policy("phase", "float64", 2.0, 8.0, "float64"),
     ("phase", "float32"): Policy("phase", "float32", 2.0, 16.0, "float32"),
-    ("phase", "float16"): Policy("phase", "float16", 2.0, 16.0, "float32"),
-    ("phase", "bfloat16"): Policy("phase", "bfloat16", 2.0, 16.0, "float32"),
+    ("phase", "float16"): Policy("phase", "float16", 2.0, 16.0, "float32", INPUT_C["float16"]),
+    ("phase", "bfloat16"): Policy("phase", "bfloat16", 2.0, 16.0, "float32", INPUT_C["bfloat16"]),
     **{("normwise", d): Policy("normwise", d, 2.0, NORMWISE_C) for d in DTYPES},
     ("reduction", "float64"): Policy("reduction", "float64", 2.0, 1.0, "float64"),
     ("reduction", "float32"): Policy("reduction", "float32", 2.0, 1.0, "float32"),
-    ("reduction", "float16"): Policy("reduction", "float16", 2.0, 1.0, "float32"),
-    ("reduction", "bfloat16"): Policy("reduction", "bfloat16", 2.0, 1.0, "float32"),
+    ("reduction", "float16"): Policy("reduction", "float16", 2.0, 1.0, "float32", INPUT_C["float16"]),
+    ("reduction", "bfloat16"): Policy("reduction", "bfloat16", 2.0, 1.0, "float32", INPUT_C["bfloat16"]),
     ("power", "float64"): Policy("power", "float64", 2.0, 4.0, "float64"),
     ("power", "float32"): Policy("power", "float32", 2.0, 4.0, "float32"),
     ("power", "float16"): Policy("power", "float16", 2.0, 4.0, "float32"),
@@ -227,13 +264,15 @@ class Comparison:
     """Smallest ratio allowed / error over the elements (``inf`` when every element is exact)."""
 
 
-def compare(actual: Any, expected: Any, pol: Policy, phase: Any = None) -> Comparison:
+def compare(actual: Any, expected: Any, pol: Policy, phase: Any = None, input_scale: Any = None) -> Comparison:
     """Compare ``actual`` against the golden ``expected`` under ``pol``.
 
     ``actual`` must already have ``expected``'s shape. Non-finite expected values must be
     matched exactly; a non-finite actual value where a finite one is expected fails.
-    ``phase`` is the per-element phase of the ``phase`` class and is ignored by the others;
-    the ``normwise`` class judges rows along the last axis (see the module notes).
+    ``phase`` is the per-element phase of the ``phase`` class (the error scale ``m`` of the
+    ``reduction`` class) and is ignored by the others; ``input_scale`` is the per-element input
+    scale ``s`` of the input-rounding term (absent: no term); the ``normwise`` class judges
+    rows along the last axis (see the module notes).
     """
     e = np.asarray(expected)
     a = np.asarray(actual)
@@ -261,7 +300,8 @@ def compare(actual: Any, expected: Any, pol: Policy, phase: Any = None) -> Compa
             allowed = np.minimum(allowed, shared)
         else:
             th = None if phase is None else np.broadcast_to(np.asarray(phase, dtype=np.float64), e.shape)
-            allowed = pol.allowed(np.where(finite, e64, 0.0), th)
+            scale = None if input_scale is None else np.broadcast_to(np.asarray(input_scale, dtype=np.float64), e.shape)
+            allowed = pol.allowed(np.where(finite, e64, 0.0), th, scale)
         bad = err > allowed
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(err > 0, allowed / np.where(err > 0, err, 1.0), np.inf)

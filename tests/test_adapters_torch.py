@@ -1,5 +1,6 @@
 """PyTorch adapters (conformance/adapters/torch_adapter.py) through the runner; skipped without torch."""
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ pytest.importorskip("transformers")
 import torch  # noqa: E402
 
 from posenc_ref.learned import learned_lookup  # noqa: E402
+from posenc_ref.registry import OPS  # noqa: E402
 from posenc_ref.runner.adapters import load_adapter  # noqa: E402
 from posenc_ref.runner.engine import run_conformance  # noqa: E402
 from posenc_ref.runner.expectations import load_expectations  # noqa: E402
@@ -58,7 +60,15 @@ NEW_LIBRARY = [("ROPE_INIT", "float32", {"rope.inv_freq"}), ("LONGROPE", "float3
                ("MPT_ALIBI", "float32", {"alibi.slopes"}), ("SDPA", "float64", {"attention"}),
                ("SDPA", "float32", {"attention"}), ("SDPA", "bfloat16", {"attention"}),
                ("INTERPOLATE", "float64", {"resample.weights", "resample.table_1d", "resample.grid_2d"}),
-               ("INTERPOLATE", "float32", {"resample.weights", "resample.table_1d", "resample.grid_2d"})]
+               ("INTERPOLATE", "float32", {"resample.weights", "resample.table_1d", "resample.grid_2d"}),
+               ("DEBERTA_SCORES", "float32", {"deberta.scores"}),
+               ("SHAW_W2V_BERT", "float64", {"shaw.index", "shaw.logits"}),
+               ("SHAW_W2V_BERT", "float32", {"shaw.index", "shaw.logits"}),
+               ("REL_SHIFT", "float64", {"transformer_xl.rel_shift"}),
+               ("REL_SHIFT", "bfloat16", {"transformer_xl.rel_shift"}),
+               ("XLNET", "float32", {"transformer_xl.score", "attention.xl"}),
+               ("EAGER_ATTENTION", "float32", {"attention.rope", "attention.alibi", "attention.t5"}),
+               ("TORCH_LAYER", "float64", {"attention.pipeline"}), ("TORCH_LAYER", "float16", {"attention.pipeline"})]
 
 
 @pytest.mark.parametrize(("name", "dtype", "ops"), NEW_LIBRARY)
@@ -166,3 +176,84 @@ def test_distilbert_embedding_pipeline_matches_the_reference():
     # float32 pipeline: a few ulp of float32 per element, relative to the unit-variance output.
     np.testing.assert_allclose(actual, expected, rtol=0, atol=64 * np.finfo(np.float32).eps)
     assert not np.allclose(actual, expected[:, ::-1], atol=1e-3)  # position order matters here
+
+
+# The ops the torch port gained with the relative schemes and attention with a scheme plugged in.
+NEW_PORT_OPS = {"rope.xpos", "deberta.scores", "shaw.index", "shaw.logits", "shaw.output", "transformer_xl.score",
+                "transformer_xl.rel_shift", "attention.terms", "attention.pipeline", "attention.rope",
+                "attention.alibi", "attention.t5", "attention.shaw", "attention.xl"}
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("torch_adapter_under_test", FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_registered_op_has_a_torch_adapter():
+    module = _module()
+    names = [name for name in dir(module) if name.isupper() and callable(getattr(module, name))
+             and name not in ("TORCH_DTYPES",)]
+    covered = set().union(*(getattr(module, name)().capabilities for name in names))
+    assert NEW_PORT_OPS <= set(module.torch_port("float64").capabilities)
+    assert covered == {op.name for op in OPS}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_torch_port_passes_every_case_of_the_new_ops(dtype):
+    run = run_conformance(_adapter("TORCH", dtype), spec="torch", select=lambda e: e["op"] in NEW_PORT_OPS)
+    assert run.passed
+    assert {r.op for r in run.results if r.status == "pass"} == NEW_PORT_OPS
+
+
+def _fails(adapter, ops):
+    run = run_conformance(adapter, spec="mutant", select=lambda e: e["op"] in ops)
+    return {r.op for r in run.results if r.status == "fail"}
+
+
+def test_port_with_the_distance_sign_flipped_fails(monkeypatch):
+    module = _module()
+    right = module.port_xl_position
+    monkeypatch.setattr(module, "port_xl_position", lambda q, v, w, distance, *rest: right(q, v, w, -distance, *rest))
+    assert _fails(module.torch_port("float64"), {"transformer_xl.score", "attention.xl"}) == {
+        "transformer_xl.score", "attention.xl"}
+
+
+def test_port_without_the_shaw_value_term_fails(monkeypatch):
+    module = _module()
+    monkeypatch.setattr(module, "port_shaw_value_term", lambda weights, table, index: 0.0)
+    assert _fails(module.torch_port("float32"), {"shaw.output", "attention.shaw", "shaw.logits"}) == {
+        "shaw.output", "attention.shaw"}
+
+
+def test_port_with_the_other_codebase_shift_fails(monkeypatch):
+    module = _module()
+    right = module.port_rel_shift
+
+    def swapped(x, variant, k_len):
+        other = "xlnet" if variant == "transformer_xl" else "transformer_xl"
+        return right(torch.nn.functional.pad(x, (0, k_len + 1 - x.shape[1])) if other == "xlnet" else x[:, :k_len],
+                     other, k_len)
+    monkeypatch.setattr(module, "port_rel_shift", swapped)
+    run = run_conformance(module.torch_port("float64"), spec="mutant",
+                          select=lambda e: e["op"] == "transformer_xl.rel_shift" and ".error." not in e["id"])
+    cases = {r.case_id for r in run.results}
+    assert len(cases) == 4 and {r.case_id for r in run.results if r.status == "fail"} == cases
+
+
+def test_eager_attention_refuses_alibi_forms_softmax_does_not_reduce():
+    run = run_conformance(_adapter("EAGER_ATTENTION", "float32"), spec="eager",
+                          select=lambda e: e["op"] == "attention.alibi")
+    na = {r.case_id: r.message for r in run.results if r.status == "not_applicable"}
+    assert set(na) == {"attention.alibi.symmetric.cross.tq4tk6"}
+    assert "softmax cancels" in na["attention.alibi.symmetric.cross.tq4tk6"]
+
+
+def test_deberta_scores_library_reaches_cross_attention_through_its_slots():
+    # the library's own p2c cannot add a (Tk, Tk) block to Tq != Tk scores; the adapter's slots can
+    run = run_conformance(_adapter("DEBERTA_SCORES", "float32"), spec="deberta", select=lambda e: e["op"] ==
+                          "deberta.scores")
+    assert {r.case_id: r.status for r in run.results}["deberta.scores.c2p_p2c.beyond_m"] == "pass"
+    with pytest.raises(ValueError, match="computes in float32, not float64"):
+        _adapter("DEBERTA_SCORES", "float32").at_dtype("float64")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from posenc_ref import corpus
-from posenc_ref.registry import RETIRED, all_cases
+from posenc_ref.registry import OPS, RETIRED, all_cases
 
 
 def test_shipped_corpus_verifies_and_checks(corpus_dir):
@@ -56,6 +56,16 @@ def test_manifest_lists_every_case_with_full_entries(corpus_dir):
             for out in case["outputs"].values():
                 assert out["tolerance"] in ("exact", "ulp", "phase", "normwise", "reduction", "power")
                 assert ("phase" in out) == (out["tolerance"] in ("phase", "reduction"))
+    with_scale = {(c["op"], name) for c in manifest["cases"] for name, out in c["outputs"].items()
+                  if "input_scale" in out}
+    registered = {(op.name, out.name) for op in OPS for out in op.outputs if out.input_scale}
+    assert with_scale == registered and len(registered) >= 10
+    for case in manifest["cases"]:
+        for name, out in case["outputs"].items():
+            if "input_scale" in out:
+                item = out["input_scale"]
+                assert item["file"] == f"cases/{case['id']}/input_scale.{name}.npy"
+                assert item["dtype"] == "float64" and item["shape"] == out["shape"]
 
 
 def test_required_coverage(corpus_dir):
@@ -167,3 +177,65 @@ def test_check_detects_registry_drift(corpus_copy):
     path.write_text(json.dumps(manifest))
     (problem,) = corpus.check(corpus_copy)
     assert "params differ" in problem
+
+
+SCALED = "rope.apply.half.long.d64"
+
+
+def test_input_scale_is_written_hashed_and_loaded(corpus_dir):
+    entry = _entry(corpus_dir, SCALED)
+    item = entry["outputs"]["y"]["input_scale"]
+    array = np.load(corpus_dir / item["file"])
+    assert corpus.array_sha256(array) == item["sha256"] and (array >= 0).all() and array.max() > 0
+    golden = corpus.load_case(corpus_dir, entry)
+    assert np.array_equal(golden.outputs["y"].input_scale, array)
+    assert np.array_equal(corpus.Corpus(corpus_dir).case(entry).outputs["y"].input_scale, array)
+
+
+def test_corrupt_input_scale_is_reported_and_refused(corpus_copy):
+    from posenc_ref.runner.adapters import load_adapter
+    from posenc_ref.runner.engine import run_conformance
+
+    relative = _entry(corpus_copy, SCALED)["outputs"]["y"]["input_scale"]["file"]
+    data = np.load(corpus_copy / relative)
+    data[0, 0, 0, 0] *= 2.0
+    np.save(corpus_copy / relative, data, allow_pickle=False)
+    problem = f"{relative}: sha256 mismatch (modified or corrupt)"
+    assert corpus.verify(corpus_copy) == [problem]
+    assert corpus.check(corpus_copy) == [problem]
+    with pytest.raises(corpus.CorpusError, match="sha256 mismatch"):
+        corpus.load_case(corpus_copy, _entry(corpus_copy, SCALED))
+    with pytest.raises(corpus.CorpusError, match="input_scale.y.npy: sha256 mismatch"):
+        run_conformance(load_adapter("numpy-float16-inputs"), spec="numpy-float16-inputs", corpus_dir=corpus_copy)
+
+
+def test_check_detects_a_stale_input_scale(corpus_copy):
+    """A self-consistent but wrong input scale (hash updated) is caught by recomputation."""
+    path = corpus_copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    item = next(c for c in manifest["cases"] if c["id"] == SCALED)["outputs"]["y"]["input_scale"]
+    data = np.load(corpus_copy / item["file"]) * 0.5
+    np.save(corpus_copy / item["file"], data, allow_pickle=False)
+    item["sha256"] = corpus.array_sha256(data)
+    path.write_text(json.dumps(manifest))
+    assert corpus.verify(corpus_copy) == []
+    assert corpus.check(corpus_copy) == [f"{SCALED}/y: the stored input scale differs from the recomputed one"]
+
+
+def test_a_corpus_without_input_scales_still_reads(corpus_copy):
+    """The input scales are an addition to format 1.0: a corpus (or reader) without them works."""
+    from posenc_ref.runner.adapters import load_adapter
+    from posenc_ref.runner.engine import run_conformance
+
+    path = corpus_copy / "manifest.json"
+    manifest = json.loads(path.read_text())
+    for case in manifest["cases"]:
+        for out in case["outputs"].values():
+            if "input_scale" in out:
+                (corpus_copy / out.pop("input_scale")["file"]).unlink()
+    path.write_text(json.dumps(manifest))
+    assert corpus.verify(corpus_copy) == []
+    golden = corpus.load_case(corpus_copy, _entry(corpus_copy, SCALED))
+    assert golden.outputs["y"].input_scale is None
+    assert run_conformance(load_adapter("numpy-float16"), spec="numpy-float16", corpus_dir=corpus_copy).passed
+    assert "input scale is missing" in corpus.check(corpus_copy)[0]  # but it is stale against the registry

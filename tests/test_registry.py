@@ -47,6 +47,10 @@ def test_record_is_complete(op):
     for out in op.outputs:
         assert (out.tolerance in ("phase", "reduction")) == (out.phase is not None)
         assert (out.tolerance == "exact") == (out.dtype == "int64")
+        # an output computed from value inputs (not a copy, not normwise) carries an input scale
+        computed = bool(op.value_inputs) and out.tolerance in ("phase", "reduction", "power")
+        assert computed == (out.input_scale is not None), f"{op.name}.{out.name}: input scale"
+    assert set(op.value_inputs) <= set(op.inputs) and not set(op.value_inputs) & set(op.position_inputs)
 
 
 @pytest.mark.parametrize("op,case", CASES, ids=[c.id for _, c in CASES])

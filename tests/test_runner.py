@@ -1,5 +1,6 @@
 """The conformance engine: calibration, mutants, statuses, expectations, robustness."""
 
+import dataclasses
 import json
 import time
 
@@ -8,10 +9,12 @@ import pytest
 
 from posenc_ref import corpus
 from posenc_ref.registry import get_op
-from posenc_ref.runner.adapters import AdapterLoadError, load_adapter
-from posenc_ref.runner.engine import run_conformance
+from posenc_ref.runner.adapters import AdapterLoadError, load_adapter, round_value_inputs
+from posenc_ref.runner.emulation import to_dtype
+from posenc_ref.runner.engine import _relaxed, run_conformance
 from posenc_ref.runner.expectations import ExpectationsError, load_expectations
 from posenc_ref.runner.mutants import MUTANTS
+from posenc_ref.tolerance import POLICIES, policy
 
 
 def run(adapter, **kwargs):
@@ -23,12 +26,63 @@ def statuses(result_run):
     return {(r.case_id, r.output): r.status for r in result_run.results}
 
 
-@pytest.mark.parametrize("name", ["numpy", "numpy-float32", "numpy-float16", "numpy-bfloat16"])
+@pytest.mark.parametrize("name", ["numpy", "numpy-float32", "numpy-float16", "numpy-bfloat16",
+                                  "numpy-float16-inputs", "numpy-bfloat16-inputs"])
 def test_calibration_set_passes_everything_with_2x_headroom(name):
     result = run(name)
     assert result.passed and result.counts()["pass"] == len(result.results) > 0
     worst = min(r.comparison.headroom for r in result.results if r.comparison)
     assert worst >= 2.0, f"{name}: headroom {worst}"
+
+
+def _without_input_term(monkeypatch):
+    for key, pol in list(POLICIES.items()):
+        monkeypatch.setitem(POLICIES, key, dataclasses.replace(pol, c_input=0.0))
+
+
+@pytest.mark.parametrize("name", ["numpy-float16-inputs", "numpy-bfloat16-inputs"])
+def test_inputs_held_in_the_narrow_dtype_need_the_input_term(monkeypatch, name):
+    _without_input_term(monkeypatch)
+    result = run(name)
+    failed = {r.op for r in result.results if r.status == "fail"}
+    assert {"rope.apply", "rope.scores", "shaw.logits", "deberta.scores"} <= failed
+
+
+class _NarrowMutant:
+    """A convention mutant that holds its inputs in ``dtype`` and rounds its result to it."""
+
+    version = "mutant"
+
+    def __init__(self, mutant, dtype):
+        self.mutant, self.dtype = mutant, dtype
+        self.name = f"mutant:{mutant.name}@{dtype}"
+        self.capabilities = {op: {} for op in mutant.ops}
+
+    def run(self, op, params, inputs):
+        result = self.mutant.run(op, params, round_value_inputs(op, inputs, self.dtype))
+        return {name: to_dtype(np.asarray(value, dtype=np.float32), self.dtype) for name, value in result.items()}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["rope-layout-swapped", "rope-positions-off-by-one"])
+def test_input_term_lets_no_convention_mutant_pass(monkeypatch, name, dtype):
+    """A wrong layout or off-by-one positions fails exactly the same cases with and without the term."""
+    mutant = MUTANTS[name]
+    narrow = _NarrowMutant(mutant, dtype)
+    failed = [r for r in run(narrow).results if r.status == "fail"]
+    at_float64 = {r.case_id for r in run(f"mutant:{name}").results if r.status == "fail"}
+    # judged with the term, the diagnosis (which recomputes under the same policy) names the slip
+    diagnosed = [r for r in failed if any(mutant.diagnosis in d for d in r.diagnosis)]
+    assert len(diagnosed) >= 0.9 * len(failed)
+    _without_input_term(monkeypatch)
+    without_term = {r.case_id for r in run(narrow).results if r.status == "fail"}
+    assert {r.case_id for r in failed} == without_term
+    assert len(without_term) >= len(at_float64) - 1 > 20
+
+
+def test_relaxing_a_policy_scales_the_input_term_too():
+    pol = policy("phase", "bfloat16")
+    assert _relaxed(pol, 10.0).c_input == 10.0 * pol.c_input > 0
 
 
 def test_float16_angles_fail_and_are_diagnosed():

@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from posenc_ref.corpus import Corpus
+from posenc_ref.registry import get_op
 from posenc_ref.runner.emulation import round_bfloat16
-from posenc_ref.tolerance import DTYPES, POLICIES, compare, eps, policy, ulp
+from posenc_ref.tolerance import DTYPES, INPUT_C, POLICIES, compare, eps, policy, ulp, unit_roundoff
 
 
 @given(st.floats(min_value=-1e30, max_value=1e30, allow_nan=False))
@@ -84,3 +86,82 @@ def test_compare_reports_worst_element_and_nonfinite_rules():
     exact = compare(np.array([1, 2]), np.array([1, 3]), policy("exact", "float64"))
     assert not exact.passed and exact.worst_index == (1,)
     assert compare([1.0], [1.0], pol).headroom == math.inf
+
+
+def test_input_term_adds_c_input_u_s_at_narrow_dtypes_only():
+    s = np.array([1000.0])
+    for cls in ("phase", "reduction"):
+        for dt in DTYPES:
+            pol = policy(cls, dt)
+            base = pol.allowed(np.array([0.0]), np.array([1.0]))[0]
+            with_term = pol.allowed(np.array([0.0]), np.array([1.0]), s)[0]
+            assert with_term - base == pytest.approx(INPUT_C[dt] * unit_roundoff(dt) * 1000.0, rel=1e-12, abs=0.0)
+    assert INPUT_C["float64"] == INPUT_C["float32"] == 0.0
+    assert INPUT_C["float16"] >= 2.0 and INPUT_C["bfloat16"] >= 2.0  # twice the first-order bound u * s
+    assert unit_roundoff("bfloat16") == 2.0**-8 and unit_roundoff("float16") == 2.0**-11
+    # the normwise class already scales with eps_D: no input term
+    norm = policy("normwise", "float16")
+    assert norm.c_input == 0.0 and "u(" not in norm.describe()
+
+
+def test_input_term_in_compare_and_describe():
+    pol = policy("phase", "float16")
+    assert pol.describe() == "2 ulp(float16) + 16 * eps(float32) * (1 + |theta|) + 2 * u(float16) * s"
+    assert policy("reduction", "bfloat16").describe() == "2 ulp(bfloat16) + 1 * eps(float32) * m + 2 * u(bfloat16) * s"
+    assert policy("phase", "float32").describe() == "2 ulp(float32) + 16 * eps(float32) * (1 + |theta|)"
+    # a float16 score that cancels to ~0 from terms of size ~100: inputs rounded to float16 move it by ~0.1
+    scale = np.array([2 * 64 * 100.0])
+    assert not compare([0.05], [0.0], pol, [1.0]).passed  # no input scale, no term: the old policy
+    assert compare([0.05], [0.0], pol, [1.0], input_scale=scale).passed
+    assert not compare([100.0], [0.0], pol, [1.0], input_scale=scale).passed  # the size of a term still fails
+    assert compare([0.05], [0.0], pol, [1.0], scale).allowed == pytest.approx(
+        2 * float(ulp(0.0, "float16")) + 16 * eps("float32") * 2 + 2 * 2.0**-11 * 12800.0)
+    assert not compare([0.05], [0.0], policy("phase", "float32"), [1.0], scale).passed  # float32: no term
+
+
+def test_float32_floors_already_cover_float32_inputs(corpus_dir):
+    """c_input = 0 at float32: the existing floors hold 2 u_32 s at every element of the corpus."""
+    loaded, checked = Corpus(corpus_dir), 0
+    for entry in loaded.cases:
+        if entry["expected_error"]:
+            continue
+        golden = loaded.case(entry)
+        for name, out in golden.outputs.items():
+            if out.input_scale is None:
+                continue
+            expected = out.expected.astype(np.float64)
+            floor = policy(out.tolerance, "float32").allowed(np.where(np.isfinite(expected), expected, 0.0), out.phase)
+            need = 2.0 * unit_roundoff("float32") * np.broadcast_to(out.input_scale, expected.shape)
+            assert (floor >= need).all(), (entry["id"], name)
+            checked += 1
+    assert checked > 50
+
+
+def test_input_scales_bound_the_effect_of_rounding_the_value_inputs():
+    """To first order, rounding every value input to D moves an output by at most u_D * s."""
+    from posenc_ref.registry import OPS
+    from posenc_ref.runner.adapters import round_value_inputs
+
+    ops = [op for op in OPS if any(out.input_scale for out in op.outputs)]
+    assert {op.name for op in ops} >= {"rope.apply", "rope.scores", "rope.xpos", "shaw.logits", "shaw.output",
+                                       "deberta.scores", "transformer_xl.score", "resample.table_1d",
+                                       "resample.grid_2d"}
+    for op in ops:
+        for case in op.cases:
+            if case.error:
+                continue
+            params, inputs = op.full_params(case.params), case.make_inputs()
+            exact = op.call(params, inputs)
+            for dt in ("float16", "bfloat16"):
+                moved = op.call(params, round_value_inputs(op.name, inputs, dt))
+                for out in op.outputs:
+                    assert out.input_scale is not None
+                    scale = np.broadcast_to(out.input_scale(params, inputs), exact[out.name].shape)
+                    bound = 1.001 * unit_roundoff(dt) * scale + 1e-300
+                    assert (np.abs(moved[out.name] - exact[out.name]) <= bound).all(), (case.id, out.name, dt)
+
+
+def test_value_inputs_never_include_what_angles_are_computed_from():
+    for name in ("rope.cos_sin", "sinusoidal.table", "rope.longrope_inv_freq", "alibi.bias"):
+        assert get_op(name).value_inputs == ()
+    assert get_op("rope.apply").value_inputs == ("x",)

@@ -1,6 +1,8 @@
 """PyTorch adapters: transformers and torch functions where they exist, and a torch port of other ops.
 
-Library adapters (each runs the named third-party function; nothing is re-implemented):
+Library adapters (each runs the named third-party function; the adapter wires the case into it, and
+where the library keeps an intermediate inside a method that returns only later results, the few
+torch lines standing for that part are named in the footnotes):
 
 ==================== ===================== ========================================================= =================
 adapter              op                    library function called                                   computes in
@@ -49,6 +51,23 @@ adapter              op                    library function called              
 ``INTERPOLATE``      resample.*            ``torch.nn.functional.interpolate`` (bicubic, bilinear,    float64, float32
                                            ``antialias``, ``align_corners``, ``size`` or
                                            ``scale_factor``) [6]_
+``DEBERTA_SCORES``   deberta.scores        DeBERTa-v2 ``DisentangledSelfAttention``                   float32 [7]_
+                     (distance_clamp none) ``.disentangled_attention_bias`` (``share_att_key``,
+                                           ``pos_att_type``, ``scaled_size_sqrt``) on
+                                           ``make_log_bucket_position`` relative positions
+``SHAW_W2V_BERT``    shaw.index,           Wav2Vec2-BERT ``_apply_relative_key_position_encoding``    float64, float32
+                     shaw.logits           (``relative_key``, left = right = K) [8]_
+``REL_SHIFT``        transformer_xl        XLNet ``XLNetRelativeAttention.rel_shift_bnij`` (xlnet),   float64, float32,
+                     .rel_shift            Parakeet ``ParakeetEncoderAttention._rel_shift``           float16, bfloat16
+                                           (transformer_xl) [9]_
+``XLNET``            transformer_xl.score, XLNet ``XLNetModel.relative_positional_encoding`` and      float32 [10]_
+                     attention.xl          ``rel_shift_bnij`` (score); ``rel_attn_core`` (attention)
+``EAGER_ATTENTION``  attention.rope,       Llama ``eager_attention_forward`` after Llama / GPT-J      float32 [11]_
+                     attention.alibi,      rotary at each side's positions, BLOOM
+                     attention.t5          ``build_alibi_tensor`` or T5 ``compute_bias``
+``TORCH_LAYER``      attention.pipeline    ``torch.nn.Embedding``, ``torch.nn.Linear`` (no bias),     float64, float32,
+                                           ``scaled_dot_product_attention`` (``is_causal``,           float16, bfloat16
+                                           ``enable_gqa``)
 ==================== ===================== ========================================================= =================
 
 .. [1] The table is built in float64 NumPy and copied through ``torch.FloatTensor``: every
@@ -83,6 +102,49 @@ adapter              op                    library function called              
    0.6961 ... 14.3039), so the adapter never resamples along a height next to a width of 1.
    ``bicubic`` is ``a = -0.75`` without antialias and ``a = -0.5`` with it; other ``cubic_a``
    values are not_applicable.
+.. [7] ``share_att_key=True``, ``hidden_size = 2 H D`` with ``attention_head_size = D``: row ``r``
+   of ``rel_embeddings`` holds ``[Kr of every head | Qr of every head]`` and ``key_proj`` /
+   ``query_proj`` are ``[I 0]`` / ``[0 I]`` with zero bias, so the positional layers are the
+   case's ``pos_key`` and ``pos_query`` exactly. Queries and keys sit in one sequence of
+   ``Tq + Tk`` slots at the case's positions (queries over zero keys, then keys over zero
+   queries) and ``relative_pos`` is ``make_log_bucket_position`` of the slots' position
+   differences, so ``Tq != Tk`` and arbitrary positions reach both terms (the library's own p2c
+   gathers a ``(Tk, Tk)`` block: with ``Tq != Tk`` it raises a size mismatch when added to the
+   ``(Tq, Tk)`` c2p term); the scores are the slots' query-by-key block. The content term is
+   ``forward``'s ``bmm(q, k^T / scale)`` (``forward`` itself returns only the softmax).
+   ``scaled_size_sqrt`` builds ``sqrt(d (1 + n))`` as a float32 tensor, so the adapter says
+   float32. ``distance_clamp="max_relative_positions"`` is
+   not_applicable (``make_log_bucket_position`` has no distance clamp).
+.. [8] ``_apply_relative_key_position_encoding(module, query, key)`` numbers queries ``0..Tq-1``
+   and keys ``0..Tk-1``, ``clip(j - i, -left, right) + left``: query ``i`` sits alone in batch
+   ``i`` at row ``q_positions[i]`` over keys ``0..max(k_positions)``, and the case's entries are
+   gathered. ``module.scaling = 1`` (the op is unscaled). ``sign="query_minus_key"`` reads row
+   ``clip(i - j) + K = 2K - (clip(j - i) + K)``: the table flipped. ``shaw.index`` runs it on a
+   one-column table of row numbers with queries of 1; ``shaw.logits`` adds ``q @ k.T`` (which the
+   module leaves to its attention function). ``shaw.output`` is not offered: ``relative_key``
+   has no relative value term.
+.. [9] Both shifts only move entries; ``valid`` is the same shift applied to each entry's label
+   ``1 + i R + c`` (0 = the padding column, exact in float64): an entry is direct where it came
+   from its own row and its column's row distance is ``m + i - j``.
+.. [10] ``relative_positional_encoding`` builds its frequencies and distances in float32
+   (``.float()``), ``attn_type="bi"`` (rows ``klen .. 1 - qlen``), ``clamp_len`` as XLNet's, base
+   10000 only. XLNet numbers a segment of ``qlen`` queries after ``klen - qlen`` memory keys:
+   the queries sit at rows ``q_positions - min(q_positions)`` of a segment ending at
+   ``max(k_positions)``, the keys at rows ``k_positions`` (zeros elsewhere; for the score one
+   query per batch row, for attention the empty slots are masked). Score: ``rel_attn_core``
+   returns only the softmax, so its two einsums (``ac`` with ``r_w_bias = u``, ``bd`` with
+   ``r_r_bias = v``) and the forward's ``r`` projection are written here around the library's
+   ``rel_shift_bnij``. Attention: ``rel_attn_core`` itself (``output_attentions``), ``W_R`` as
+   the ``(D_r, H, D)`` projection of the rows, ``scale`` as ``layer.scale``, the causal mask as
+   its ``attn_mask``; kv heads are repeated (XLNet has no grouped heads).
+.. [11] ``eager_attention_forward`` takes its softmax in float32 (``dtype=torch.float32``), so the
+   adapter says float32; the scheme's bias and the causal mask (0 or ``-inf``, the case's
+   alignment) are its ``attention_mask``, ``scaling`` is the case's scale times
+   ``softmax_multiplier``. RoPE: q and k rotated at their own positions (Llama ``rotate_half``;
+   ``layout="interleaved"`` through GPT-J, base 10000 only). ALiBi: BLOOM's ``m_h p_j`` (the key
+   positions must be BLOOM mask positions, ``0..Tk-1`` after left padding) differs from
+   ``relative_causal``'s ``-m_h (p_i - p_j)`` by ``m_h p_i`` per row, which softmax cancels;
+   ``form="symmetric"`` is not_applicable. T5: ``compute_bias`` as in ``T5_BIAS``.
 
 The library functions build a table for rows ``0..n-1`` (or a grid from ``arange``); the
 adapter asks for ``n = max(row) + 1`` rows and gathers the requested rows with torch indexing.
@@ -99,11 +161,15 @@ file before the library is called; what the library itself accepts or refuses be
 ``torch_library.toml``.
 
 Port adapter ``TORCH``: a torch port of the absolute ops, ``rope.apply``, ``rope.cos_sin``,
-``rope.scores`` (xPos weighting included), ``t5.bucket``,
-``t5.bias``, ``deberta.bucket``, ``deberta.index``,
-``alibi.slopes``, ``alibi.bias``, ``alibi.mask_positions`` and ``attention``, every convention of
-each (float64, float32;
-float16 and bfloat16 computed in float32 and rounded once at the end, as frameworks do).
+``rope.scores`` (xPos weighting included), ``rope.xpos``, ``t5.bucket``, ``t5.bias``,
+``deberta.bucket``, ``deberta.index``, ``deberta.scores``, ``alibi.slopes``, ``alibi.bias``,
+``alibi.mask_positions``, ``shaw.index``, ``shaw.logits``, ``shaw.output``,
+``transformer_xl.score``, ``transformer_xl.rel_shift``, ``attention``, ``attention.terms``,
+``attention.pipeline`` and ``attention`` with RoPE, ALiBi, T5, Shaw and Transformer-XL plugged in
+(``attention.rope`` ... ``attention.xl``: the scheme's torch port feeding the one
+:func:`port_attention`), every convention of each (float64, float32; float16 and bfloat16
+computed in float32 and rounded once at the end, as frameworks do). Inputs of the relative and
+attention ops are checked by :mod:`posenc_adapter_checks`.
 
 Run::
 
@@ -130,6 +196,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     Rejected,
@@ -559,10 +626,13 @@ def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray])
         raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
                        f"got {buckets} and {max_position}")
     rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+    return _numpy(_deberta_v2().make_log_bucket_position(torch.from_numpy(rel), buckets, max_position))
+
+
+def _deberta_v2() -> Any:
     with warnings.catch_warnings():  # the module decorates helpers with torch.jit.script, deprecated in torch 2.13
         warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
-        deberta = _transformers("deberta_v2.modeling_deberta_v2")
-    return _numpy(deberta.make_log_bucket_position(torch.from_numpy(rel), buckets, max_position))
+        return _transformers("deberta_v2.modeling_deberta_v2")
 
 
 def _alibi_slopes_check(params: Mapping[str, Any]) -> int:
@@ -628,17 +698,9 @@ def _bloom_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
     if k.shape[:-1] != q.shape[:-1] or q.ndim > 2:
         raise _shape(f"query_positions and key_positions must agree on the batch, got {q.shape} and {k.shape}")
     choice("form", params["form"], ("key_only",))
-    rows = k.reshape(-1, k.shape[-1])
-    # BLOOM numbers keys (cumsum(mask) - 1) * mask: recover the left-padding mask that gives these positions
-    masks = []
-    for row in rows:
-        pad = next((p for p in range(row.size) if not row[:p].any() and
-                    np.array_equal(row[p:], np.arange(row.size - p))), None)
-        if pad is None:
-            raise RuntimeError(f"key positions {row.tolist()} are not BLOOM mask positions")
-        masks.append((np.arange(row.size) >= pad).astype(np.int64))
+    masks = _bloom_key_masks(k)  # BLOOM numbers keys (cumsum(mask) - 1) * mask
     bloom = _transformers("bloom.modeling_bloom")
-    alibi = bloom.build_alibi_tensor(torch.from_numpy(np.stack(masks)), heads, torch.float32)  # (B*H, 1, Tk)
+    alibi = bloom.build_alibi_tensor(torch.from_numpy(masks), heads, torch.float32)  # (B*H, 1, Tk)
     bias = alibi.reshape(len(masks), heads, 1, k.shape[-1]).expand(-1, -1, q.shape[-1], -1)
     return _numpy(bias.reshape(k.shape[:-1] + (heads, q.shape[-1], k.shape[-1])))
 
@@ -889,6 +951,360 @@ def sdpa(dtype: str = "float64") -> Adapter:
                             supports=_sdpa_supports)
 
 
+# ---------------------------------------------- transformers DeBERTa scores, Shaw relative keys ---
+
+def _deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    a = checks.deberta_scores(params, inputs)
+    choice("distance_clamp", a["clamp"], ("none",))  # make_log_bucket_position has no distance clamp
+    deberta = _deberta_v2()
+    heads, tq, dim = a["q"].shape
+    b, n = a["buckets"], a["qp"].size + a["kp"].size
+    factor = 1 + len(a["terms"])  # DisentangledSelfAttention.forward's scale_factor
+    config = deberta.DebertaV2Config(hidden_size=2 * heads * dim, num_attention_heads=heads, relative_attention=True,
+                                     position_buckets=b, max_relative_positions=a["limit"],
+                                     pos_att_type=list(a["terms"]), share_att_key=True)
+    config.attention_head_size = dim
+    layer = deberta.DisentangledSelfAttention(config).eval()
+    # rel_embeddings row r = [Kr of every head | Qr of every head]; key_proj and query_proj pick one half
+    rows = [np.moveaxis(a[name], 0, 1).reshape(2 * b, heads * dim) for name in ("pos_key", "pos_query")]
+    rel_embeddings = torch.from_numpy(np.concatenate(rows, axis=1)).to(torch.float32)
+    eye, zero = torch.eye(heads * dim), torch.zeros(heads * dim, heads * dim)
+    # one sequence of Tq + Tk slots at the case's positions: the queries (zero keys), then the keys (zero queries)
+    slots = np.concatenate([a["qp"], a["kp"]])
+    query, key = torch.zeros(heads, n, dim), torch.zeros(heads, n, dim)
+    query[:, :tq], key[:, tq:] = torch.from_numpy(a["q"]), torch.from_numpy(a["k"])
+    with torch.no_grad():
+        layer.key_proj.weight.copy_(torch.cat([eye, zero], dim=1))
+        layer.query_proj.weight.copy_(torch.cat([zero, eye], dim=1))
+        layer.key_proj.bias.zero_()
+        layer.query_proj.bias.zero_()
+        relative = deberta.make_log_bucket_position(torch.from_numpy(slots[:, None] - slots[None, :]), b, a["limit"])
+        rel_att = layer.disentangled_attention_bias(query, key, relative, rel_embeddings, factor)
+        scale = deberta.scaled_size_sqrt(query, factor)  # forward's content scores, then + rel_att
+        scores = torch.bmm(query, key.transpose(-1, -2) / scale.to(dtype=query.dtype)) + rel_att
+    return _numpy(scores[:, :tq, tq:])
+
+
+def deberta_scores() -> Adapter:
+    calls = {"deberta.scores": "transformers DeBERTa-v2 DisentangledSelfAttention.disentangled_attention_bias "
+                               "(share_att_key, c2p/p2c from pos_att_type, scaled_size_sqrt(d, 1 + n)) with "
+                               "make_log_bucket_position rel. positions; content bmm(q, k^T / scale) as its forward"}
+    return Adapter("transformers-deberta-scores", _version(), "float32", {"deberta.scores": _deberta_scores},
+                   {"deberta.scores": {"distance_clamp": ("none",)}}, calls)
+
+
+def _shaw_relative_key(table: np.ndarray, queries: np.ndarray, qp: np.ndarray, kp: np.ndarray, k: int,
+                       compute: Any) -> Any:
+    """Wav2Vec2-BERT ``_apply_relative_key_position_encoding``: ``q_i . table[clip(j - i, -K, K) + K]``
+    (Tq, Tk) for the case's positions. Query ``i`` sits at row ``qp[i]`` of batch ``i``, the keys
+    are rows ``0..max(kp)``, and the wanted entries are gathered."""
+    w2v = _transformers("wav2vec2_bert.modeling_wav2vec2_bert")
+    config = w2v.Wav2Vec2BertConfig(hidden_size=table.shape[1], num_attention_heads=1,
+                                    position_embeddings_type="relative_key", left_max_position_embeddings=k,
+                                    right_max_position_embeddings=k)
+    module = w2v.Wav2Vec2BertSelfAttention(config).to(compute)
+    module.scaling = 1.0  # the op is unscaled (the module's own head_size**-0.5 is attention's scale)
+    tq = qp.size
+    query = torch.zeros(tq, 1, int(qp.max()) + 1, table.shape[1], dtype=compute)
+    query[torch.arange(tq), 0, torch.from_numpy(qp)] = torch.from_numpy(queries).to(compute)
+    key = torch.zeros(1, 1, int(kp.max()) + 1, table.shape[1], dtype=compute)
+    with torch.no_grad():
+        module.distance_embedding.weight.copy_(torch.from_numpy(table))
+        _, bias = w2v._apply_relative_key_position_encoding(module, query, key)  # (Tq, 1, Lq, Lk)
+    return bias[torch.arange(tq)[:, None], 0, torch.from_numpy(qp)[:, None], torch.from_numpy(kp)[None, :]]
+
+
+def _shaw_library(op: str, compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.shaw(params, inputs, op)
+        qp, kp = (positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
+        k = int(params["max_relative_position"])
+        if op == "shaw.index":  # a one-column table holding the row numbers, queries of 1: the bias is the row
+            rows = np.arange(2.0 * k + 1)[:, None]
+            table, queries = rows, np.ones((qp.size, 1))
+        else:
+            table, queries = a["table"], a["q"]
+        if params["sign"] == "query_minus_key":  # clip(i - j) + K reads row 2K - (clip(j - i) + K): the table flipped
+            table = table[::-1].copy()
+        term = _shaw_relative_key(table, queries, qp, kp, k, compute)
+        if op == "shaw.index":
+            return _numpy(torch.round(term).to(torch.int64))
+        q, keys = (torch.from_numpy(a[n]).to(compute) for n in ("q", "k"))
+        return _numpy(q @ keys.T + term)
+    return run
+
+
+def shaw_w2v_bert(dtype: str = "float64") -> Adapter:
+    call = ("transformers Wav2Vec2-BERT _apply_relative_key_position_encoding (position_embeddings_type="
+            "'relative_key', left = right = K, distance_embedding = the table, scaling 1)")
+    calls = {"shaw.index": call + " on a table of row numbers", "shaw.logits": "q @ k.T + " + call}
+    ops = {op: _shaw_library(op, TORCH_DTYPES[dtype]) for op in calls}
+    return Adapter("transformers-w2v-bert-relative-key", _version(), dtype, ops, {op: {} for op in ops}, calls,
+                   shaw_w2v_bert, ("float64", "float32"))
+
+
+# ---------------------------------------------------------- transformers XLNet / Parakeet shifts ---
+
+def _xlnet() -> Any:
+    return _transformers("xlnet.modeling_xlnet")
+
+
+def _parakeet_rel_shift(x: Any) -> Any:
+    """Parakeet's ``ParakeetEncoderAttention._rel_shift`` (Transformer-XL appendix B) of a (Tq, Tk) matrix."""
+    parakeet = _transformers("parakeet.modeling_parakeet")
+    config = parakeet.ParakeetEncoderConfig(hidden_size=2, num_attention_heads=1, num_key_value_heads=1,
+                                            intermediate_size=2, num_hidden_layers=0)
+    return parakeet.ParakeetEncoderAttention(config, layer_idx=0)._rel_shift(x[None, None])[0, 0]
+
+
+def _xlnet_rel_shift(x: Any, k_len: int) -> Any:
+    """XLNet's ``XLNetRelativeAttention.rel_shift_bnij`` of a (Tq, R) matrix, ``klen = k_len``."""
+    return _xlnet().XLNetRelativeAttention.rel_shift_bnij(x[None, None], klen=k_len)[0, 0]
+
+
+def _rel_shift_library(compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.rel_shift(params, inputs)
+        tq, rows, tk = a["tq"], a["rows"], a["k_len"]
+
+        def shift(x: Any) -> Any:
+            return _xlnet_rel_shift(x, tk) if a["variant"] == "xlnet" else _parakeet_rel_shift(x)
+
+        with torch.no_grad():
+            shifted = shift(torch.from_numpy(a["x"]).to(compute))
+            # valid: the same shift of each entry's label 1 + i R + c (0 = the padding column), exact in float64;
+            # an entry is direct where it came from its own row i and the row distance of its column is m + i - j
+            moved = shift(1 + torch.arange(tq * rows, dtype=torch.float64).reshape(tq, rows)).to(torch.int64)
+        row, column = (moved - 1) // rows, (moved - 1) % rows
+        distance = (tk if a["variant"] == "xlnet" else tk - 1) - column  # rho_c of each codebase's R rows
+        i, j = torch.arange(tq)[:, None], torch.arange(tk)[None, :]
+        valid = (moved > 0) & (row == i) & (distance == tk - tq + i - j)
+        return _numpy(shifted), _numpy(valid.to(torch.int64))
+    return run
+
+
+def rel_shift(dtype: str = "float64") -> Adapter:
+    calls = {"transformer_xl.rel_shift": "transformers XLNetRelativeAttention.rel_shift_bnij (variant xlnet) and "
+                                         "ParakeetEncoderAttention._rel_shift (variant transformer_xl); valid: the "
+                                         "same shift of the entries' labels"}
+    ops = {"transformer_xl.rel_shift": _rel_shift_library(TORCH_DTYPES[dtype])}
+    return Adapter("transformers-rel-shift", _version(), dtype, ops, {"transformer_xl.rel_shift": {}}, calls,
+                   rel_shift, tuple(TORCH_DTYPES))
+
+
+def _xlnet_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    a = checks.xl_score(params, inputs)
+    xlnet = _xlnet()
+    qp, kp = a["qp"], a["kp"]
+    tq, dim, width = qp.size, a["q"].shape[1], a["w_r"].shape[0]
+    # XLNet numbers a segment of qlen queries after klen - qlen memory keys: queries at positions lo..top over
+    # keys 0..top, query i alone in batch i at row qp[i] - lo, key j at row kp[j] (zeros elsewhere)
+    lo, top = int(qp.min()), int(kp.max())
+    qlen, klen = top + 1 - lo, top + 1
+    config = xlnet.XLNetConfig(vocab_size=1, d_model=width, n_head=1, n_layer=0, attn_type="bi", bi_data=False,
+                               clamp_len=a["clamp_len"], pad_token_id=None, bos_token_id=None, eos_token_id=None)
+    model = xlnet.XLNetModel(config)
+    q_head = torch.zeros(qlen, tq, 1, dim)
+    q_head[torch.from_numpy(qp - lo), torch.arange(tq), 0] = torch.from_numpy(a["q"]).to(torch.float32)
+    k_head_h = torch.zeros(klen, tq, 1, dim)
+    k_head_h[torch.from_numpy(kp)] = torch.from_numpy(a["k"]).to(torch.float32)[:, None, None, :]
+    u, v, w_r = (torch.from_numpy(a[n]).to(torch.float32) for n in ("u", "v", "w_r"))
+    with torch.no_grad():
+        r = model.relative_positional_encoding(qlen, klen, bsz=tq)  # (klen + qlen, Tq, D_r): distances klen..1-qlen
+        k_head_r = torch.einsum("ibh,hnd->ibnd", r, w_r[:, None, :])  # XLNetRelativeAttention.forward's r projection
+        ac = torch.einsum("ibnd,jbnd->bnij", q_head + u, k_head_h)  # rel_attn_core: r_w_bias = u
+        bd = torch.einsum("ibnd,jbnd->bnij", q_head + v, k_head_r)  # rel_attn_core: r_r_bias = v
+        bd = xlnet.XLNetRelativeAttention.rel_shift_bnij(bd, klen=ac.shape[3])
+    score = (ac + bd)[torch.arange(tq), 0, torch.from_numpy(qp - lo)]  # (Tq, klen)
+    return _numpy(score[:, torch.from_numpy(kp)])
+
+
+
+def _xlnet_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_xl(params, inputs)
+    xlnet = _xlnet()
+    qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
+    if np.unique(qp).size != qp.size:
+        raise _invalid(f"XLNet numbers one query per position, got repeated q_positions {qp.tolist()}")
+    b, h, tq, d = a["q"].shape
+    tk, width = a["k"].shape[2], a["w_r"].shape[1]
+    # the XLNet segment: queries at positions lo..top over keys 0..top (query i at row qp[i] - lo, key j at
+    # row kp[j]); slots that hold no query or key are masked; XLNet has no grouped heads: kv heads repeated
+    lo, top = int(qp.min()), int(kp.max())
+    qlen, klen = top + 1 - lo, top + 1
+    rows, keys = torch.from_numpy(qp - lo), torch.from_numpy(kp)
+
+    def segment(array: np.ndarray, length: int, at: Any) -> Any:  # (B, H, T, D) -> XLNet's (length, B, H, D)
+        out = torch.zeros(length, b, h, d)
+        out[at] = torch.from_numpy(array).to(torch.float32).permute(2, 0, 1, 3)
+        return out
+
+    q_head = segment(a["q"], qlen, rows)
+    k_head_h, v_head_h = (segment(np.repeat(a[n], a["groups"], axis=1), klen, keys) for n in ("k", "v"))
+    allowed = torch.zeros(qlen, klen, dtype=torch.bool)
+    allowed[rows[:, None], keys[None, :]] = torch.from_numpy(np.broadcast_to(a["keep"], (1, 1, tq, tk))[0, 0].copy())
+    attn_mask = (~allowed).to(torch.float32)[:, :, None, None]  # 1 = masked (XLNet subtracts 1e30)
+    positional = xlnet.XLNetModel(xlnet.XLNetConfig(vocab_size=1, d_model=width, n_head=1, n_layer=0, attn_type="bi",
+                                                    bi_data=False, clamp_len=-1, pad_token_id=None,
+                                                    bos_token_id=None, eos_token_id=None))
+    layer = xlnet.XLNetRelativeAttention(xlnet.XLNetConfig(vocab_size=1, d_model=h * d, n_head=h, n_layer=0,
+                                                           pad_token_id=None, bos_token_id=None, eos_token_id=None))
+    layer.eval()
+    layer.scale = float(a["scale"])  # XLNet's 1 / sqrt(d_head), times softmax_multiplier, or the case's scale
+    with torch.no_grad():
+        layer.r_w_bias.copy_(torch.from_numpy(a["u_bias"]))
+        layer.r_r_bias.copy_(torch.from_numpy(a["v_bias"]))
+        r = positional.relative_positional_encoding(qlen, klen, bsz=b)  # (klen + qlen, B, D_r)
+        w_r = torch.from_numpy(a["w_r"]).to(torch.float32).permute(1, 0, 2)  # (D_r, H, D): XLNet's r parameter
+        k_head_r = torch.einsum("ibh,hnd->ibnd", r, w_r)  # as XLNetRelativeAttention.forward projects r
+        output, weights = layer.rel_attn_core(q_head, k_head_h, v_head_h, k_head_r, attn_mask=attn_mask,
+                                              output_attentions=True)  # (qlen, B, H, D), (qlen, klen, B, H)
+    return _numpy(output[rows].permute(1, 2, 0, 3)), _numpy(weights[rows][:, keys].permute(2, 3, 0, 1))
+
+def xlnet() -> Adapter:
+    calls = {"transformer_xl.score": "transformers XLNetModel.relative_positional_encoding (attn_type='bi', "
+                                     "clamp_len) + XLNetRelativeAttention.rel_shift_bnij, with rel_attn_core's "
+                                     "ac and bd einsums (r_w_bias = u, r_r_bias = v, W_R as its r)",
+             "attention.xl": "transformers XLNetRelativeAttention.rel_attn_core (r_w_bias = u, r_r_bias = v, "
+                             "output_attentions) on XLNetModel.relative_positional_encoding rows projected by W_R, "
+                             "the causal mask as its attn_mask"}
+    ops = {"transformer_xl.score": _xlnet_score, "attention.xl": _xlnet_attention}
+    caps = {"transformer_xl.score": {"base": (10000.0,)}, "attention.xl": {"base": (10000.0,)}}
+    return Adapter("transformers-xlnet", _version(), "float32", ops, caps, calls)
+
+
+# ------------------------------------------ transformers eager attention with a scheme plugged in ---
+
+def _eager_attention(a: Mapping[str, Any], q: Any, k: Any, bias: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Llama ``eager_attention_forward`` (``repeat_kv`` for grouped heads, softmax in float32) of the
+    rotated or plain q, k and the case's v; ``attention_mask`` = the bias plus the causal mask (0 or
+    -inf, the case's alignment), as the models add their position bias to the mask. (output, weights)."""
+    llama = _transformers("llama.modeling_llama")
+    module = torch.nn.Module()
+    module.num_key_value_groups = a["groups"]
+    module.eval()
+    keep = np.broadcast_to(a["keep"], np.broadcast_shapes(np.shape(a["keep"]), (1, 1) + np.shape(a["keep"])[-2:]))
+    mask = torch.from_numpy(np.where(keep, 0.0, -np.inf)).to(torch.float32)  # plain_attention: causal only
+    if bias is not None:
+        mask = mask + bias
+    v = torch.from_numpy(a["v"]).to(torch.float32)
+    with torch.no_grad():
+        output, weights = llama.eager_attention_forward(module, q, k, v, mask, scaling=float(a["scale"]))
+    return _numpy(output.transpose(1, 2)), _numpy(weights)
+
+
+def _eager_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_rope(params, inputs)
+    d = a["q"].shape[-1]
+
+    def rotate(x: np.ndarray, pos: np.ndarray) -> Any:
+        xt = torch.from_numpy(x).to(torch.float32)
+        with torch.no_grad():
+            if a["layout"] == "interleaved":  # GPT-J: [sin | cos] table, rotate_every_two on (B, T, H, D)
+                gptj = _transformers("gptj.modeling_gptj")
+                sin, cos = torch.split(gptj.create_sinusoidal_positions(int(pos.max()) + 1, d)[torch.from_numpy(pos)],
+                                       d // 2, dim=-1)
+                return gptj.apply_rotary_pos_emb(xt.transpose(1, 2), sin, cos).transpose(1, 2)
+            llama = _transformers("llama.modeling_llama")
+            config = _llama_config({"rope_type": "default", "rope_theta": a["base"]}, d, 4096)
+            cos, sin = llama.LlamaRotaryEmbedding(config)(xt, torch.from_numpy(pos))  # (B|1, T, D)
+            return llama.apply_rotary_pos_emb(xt, xt, cos, sin)[0]
+
+    return _eager_attention(a, rotate(a["q"], a["q_positions"]), rotate(a["k"], a["k_positions"]))
+
+
+def _bloom_key_masks(k: np.ndarray) -> np.ndarray:
+    """The left-padding masks (B, Tk) whose BLOOM positions ``(cumsum(mask) - 1) * mask`` are the key positions."""
+    masks = []
+    for row in k.reshape(-1, k.shape[-1]):
+        pad = next((p for p in range(row.size) if not row[:p].any() and
+                    np.array_equal(row[p:], np.arange(row.size - p))), None)
+        if pad is None:
+            raise RuntimeError(f"key positions {row.tolist()} are not BLOOM mask positions")
+        masks.append((np.arange(row.size) >= pad).astype(np.int64))
+    return np.stack(masks)
+
+
+def _eager_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_alibi(params, inputs)
+    choice("form", a["form"], ("relative_causal",))  # the form BLOOM's key-only bias equals under softmax
+    heads, kp = a["q"].shape[1], a["k_positions"]
+    masks = _bloom_key_masks(kp)
+    bloom = _transformers("bloom.modeling_bloom")
+    alibi = bloom.build_alibi_tensor(torch.from_numpy(masks), heads, torch.float32)  # (rows * H, 1, Tk): m_h * p_j
+    bias = alibi.reshape(kp.shape[:-1] + (heads, 1, kp.shape[-1]))
+    q, k = (torch.from_numpy(a[n]).to(torch.float32) for n in ("q", "k"))
+    return _eager_attention(a, q, k, bias)
+
+
+def _eager_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_t5(params, inputs)
+    table = "buckets_heads"
+    bias_params = {"direction": a["direction"], "num_buckets": a["buckets"], "max_distance": a["limit"],
+                   "table_layout": table}
+    bias = _t5_compute_bias(torch.float32)(bias_params, {"table": a["table"], "query_positions": a["q_positions"],
+                                                         "key_positions": a["k_positions"]})
+    q, k = (torch.from_numpy(a[n]).to(torch.float32) for n in ("q", "k"))
+    return _eager_attention(a, q, k, torch.from_numpy(bias))
+
+
+def _eager_supports(op: str, params: Mapping[str, Any]) -> bool | str:
+    if op == "attention.rope" and params.get("layout") == "interleaved" and params.get("base") != 10000.0:
+        return "GPT-J's create_sinusoidal_positions (the interleaved rotation) has base 10000 only"
+    if op == "attention.alibi" and params.get("form") != "relative_causal":
+        return ("BLOOM's bias m_h * p_j equals the relative_causal -m_h (p_i - p_j) up to a per-row constant "
+                "that softmax cancels; other forms differ by more")
+    return True
+
+
+def eager_attention() -> Adapter:
+    eager = "transformers Llama eager_attention_forward (repeat_kv, float32 softmax; bias and causal mask as its " \
+            "attention_mask)"
+    calls = {"attention.rope": "transformers LlamaRotaryEmbedding.forward + apply_rotary_pos_emb (half) or GPT-J "
+                               "create_sinusoidal_positions + apply_rotary_pos_emb (interleaved) at each side's "
+                               "positions, then " + eager,
+             "attention.alibi": "transformers BLOOM build_alibi_tensor (key-only m_h p_j), then " + eager,
+             "attention.t5": "transformers T5Attention.compute_bias (as T5_BIAS), then " + eager}
+    ops = {"attention.rope": _eager_rope, "attention.alibi": _eager_alibi, "attention.t5": _eager_t5}
+    return _SupportsAdapter("transformers-eager-attention", _version(), "float32", ops, {op: {} for op in ops},
+                            calls, supports=_eager_supports)
+
+
+def _torch_layer(compute: Any) -> Any:
+    def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.attention_pipeline(params, inputs)
+        b, t = a["tokens"].shape
+        heads, kv_heads, d = a["heads"], a["kv_heads"], a["head_dim"]
+
+        def linear(name: str) -> Any:  # torch.nn.Linear(bias=False) holding the case's (in, out) matrix
+            weight = torch.from_numpy(np.ascontiguousarray(a[name].T)).to(compute)
+            layer = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False, dtype=compute)
+            layer.weight.copy_(weight)
+            return layer
+
+        with torch.no_grad():
+            x = torch.nn.Embedding.from_pretrained(torch.from_numpy(a["embedding"]).to(compute))(
+                torch.from_numpy(a["tokens"]))
+            pe = torch.from_numpy(a["pe"]).to(compute)
+            if a["placement"] == "input":
+                x = x + pe
+            q, k, v = (linear(w)(x).reshape(b, t, n, d).transpose(1, 2)
+                       for w, n in (("w_q", heads), ("w_k", kv_heads), ("w_v", kv_heads)))
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=a["causal"],
+                                                                   enable_gqa=heads != kv_heads)
+            y = linear("w_o")(out.transpose(1, 2).reshape(b, t, heads * d))
+        return _numpy(y + pe if a["placement"] == "after_block" else y)
+    return run
+
+
+def torch_layer(dtype: str = "float64") -> Adapter:
+    calls = {"attention.pipeline": "torch.nn.Embedding.from_pretrained, torch.nn.Linear (bias=False) projections, "
+                                   "torch.nn.functional.scaled_dot_product_attention (is_causal, enable_gqa)"}
+    return Adapter("torch-nn-layer", f"torch {torch.__version__}", dtype,
+                   {"attention.pipeline": _torch_layer(TORCH_DTYPES[dtype])}, {"attention.pipeline": {}}, calls,
+                   torch_layer, tuple(TORCH_DTYPES))
+
+
 # ------------------------------------------------------------------------------- torch port ---
 
 def _frequencies(width: int, base: float, ladder: str, compute: Any) -> Any:
@@ -1023,51 +1439,24 @@ def port_rope_apply(x: np.ndarray, pos: np.ndarray, rotary: int, params: Mapping
     return torch.cat([rotated, xt[..., space:]], dim=-1)
 
 
-def port_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], compute: Any) -> tuple[Any, Any]:
-    """Attention in torch with every option of the ``attention`` op: (output, weights)."""
-    q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
-    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-        raise _shape(f"q, k, v must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
-    b, h, tq, d = q.shape
-    if k.shape[0] != b or k.shape[-1] != d or v.shape[:3] != k.shape[:3] or h % k.shape[1]:
-        raise _shape(f"q {q.shape}, k {k.shape}, v {v.shape}: need equal B and D and H % Hkv == 0")
-    tk = k.shape[2]
-    alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
-    policy = choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
-    window = None if params["window"] is None else integer("window", params["window"], 1)
-    mask, padding, bias = np.asarray(inputs["mask"]), np.asarray(inputs["key_padding_mask"]), np.asarray(inputs["bias"])
-    if padding.ndim != 2 or padding.shape[-1] != tk or padding.shape[0] not in (1, b):
-        raise _shape(f"key_padding_mask must be (B, Tk) with Tk={tk}, got {padding.shape}")
-    try:
-        np.broadcast_shapes(mask.shape, (b, h, tq, tk))
-        np.broadcast_shapes(bias.shape, (b, h, tq, tk))
-    except ValueError as exc:
-        raise _shape(f"mask and bias must broadcast to {(b, h, tq, tk)}: {exc}") from exc
-    group = h // k.shape[1]
-    qt = torch.from_numpy(q).to(compute)
-    kt = torch.from_numpy(k).to(compute).repeat_interleave(group, dim=1)
-    vt = torch.from_numpy(v).to(compute).repeat_interleave(group, dim=1)
-    scale = 1.0 / math.sqrt(d) if params["scale"] is None else float(params["scale"])
-    scale *= float(params.get("softmax_multiplier", 1.0))  # DeepSeek's YaRN factor (1 elsewhere)
-    logits = (qt @ kt.transpose(-1, -2)) * scale + torch.from_numpy(bias).to(compute)
-    keep = torch.from_numpy(padding)[:, None, None, :].expand(b, h, tq, tk)
-    if mask.dtype == np.bool_:
-        keep = keep & torch.from_numpy(mask)
-    else:
-        additive = torch.from_numpy(mask).to(compute)
-        keep = keep & ~torch.isneginf(additive)
-        logits = logits + torch.where(torch.isneginf(additive), torch.zeros((), dtype=compute), additive)
-    offset = tk - tq if alignment == "bottom_right" else 0
-    distance = (torch.arange(tq)[:, None] + offset) - torch.arange(tk)[None, :]
-    if params["causal"]:
-        keep = keep & (distance >= 0)
-    if window is not None:
-        keep = keep & (distance < window)
-        if not params["causal"]:
-            keep = keep & (-distance < window)
+def port_softmax_attention(q: Any, k: Any, v: Any, keep: Any, scale: float, *, groups: int = 1,
+                           biases: tuple[Any, ...] = (), term: Any = None, value: Any = None,
+                           policy: str = "zeros") -> tuple[Any, Any]:
+    """Attention in torch: ``(q . k + term) * scale + biases``, softmax over the kept keys, then
+    ``weights @ v`` plus ``value(weights)`` (the value term); (output, weights).
+
+    q (B, H, Tq, D); k, v (B, Hkv, Tk, D) with query head h reading kv head h // groups; keep
+    (boolean) and the biases broadcast to (B, H, Tq, Tk). A row with every key masked gets
+    zeros, NaN or uniform weights (``policy``)."""
+    kt, vt = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    dot = q @ kt.transpose(-1, -2)
+    if term is not None:
+        dot = dot + term
+    logits = dot * scale
+    for bias in biases:
+        logits = logits + bias
+    keep = keep.expand(logits.shape)
     empty = ~keep.any(dim=-1, keepdim=True)
-    if policy == "error" and bool(empty.any()):
-        raise _invalid("a query row has every key masked")
     masked = logits.masked_fill(~keep, -math.inf)
     top = masked.amax(dim=-1, keepdim=True).masked_fill(empty, 0.0)
     e = torch.exp(masked - top)
@@ -1075,8 +1464,126 @@ def port_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], 
     if policy == "nan":
         weights = weights.masked_fill(empty, math.nan)
     elif policy == "uniform":
-        weights = torch.where(empty, torch.full_like(weights, 1.0 / tk), weights)
-    return weights @ vt, weights
+        weights = torch.where(empty, torch.full_like(weights, 1.0 / kt.shape[2]), weights)
+    output = weights @ vt
+    return (output if value is None else output + value(weights)), weights
+
+
+def port_attention(a: Mapping[str, Any], compute: Any, *, q: Any = None, k: Any = None, bias: Any = None,
+                   term: Any = None, value: Any = None) -> tuple[Any, Any]:
+    """:func:`port_softmax_attention` of a checked ``attention`` case (:func:`posenc_adapter_checks.attention`:
+    masks, padding, window and causal folded into ``keep``, the bias and the additive mask added
+    after the scale); a scheme passes its rotated ``q``/``k``, its ``bias``, or its ``term`` and
+    ``value`` (Shaw, Transformer-XL)."""
+    def tensor(name: str) -> Any:
+        return torch.from_numpy(np.ascontiguousarray(a[name])).to(compute)
+
+    biases = (tensor("bias"), tensor("additive")) + (() if bias is None else (bias,))
+    keep = torch.from_numpy(np.ascontiguousarray(a["keep"]))
+    return port_softmax_attention(tensor("q") if q is None else q, tensor("k") if k is None else k, tensor("v"),
+                                  keep, float(a["scale"]), groups=a["groups"], biases=biases, term=term, value=value,
+                                  policy=a["policy"])
+
+
+def port_alibi_bias(qp: np.ndarray, kp: np.ndarray, slopes: Any, form: str, compute: Any) -> Any:
+    """ALiBi bias ``m_h * signed distance`` (..., H, Tq, Tk) of (..., Tq) and (..., Tk) positions."""
+    i, j = torch.from_numpy(qp)[..., :, None], torch.from_numpy(kp)[..., None, :]
+    signed = {"relative_causal": j - i, "key_only": j.expand(i.shape[:-1] + j.shape[-1:]),
+              "symmetric": -(i - j).abs(), "bottom_right": -(i + kp.shape[-1] - qp.shape[-1] - j).abs()}[form]
+    return slopes[:, None, None] * signed[..., None, :, :].to(compute)
+
+
+def port_t5_bias(qp: np.ndarray, kp: np.ndarray, per_bucket: Any, conventions: tuple[str, int, int, int]) -> Any:
+    """T5 bias ``table[bucket(j - i), h]`` (..., H, Tq, Tk) of a (N, H) table."""
+    rel = torch.from_numpy(kp)[..., None, :] - torch.from_numpy(qp)[..., :, None]  # (..., Tq, Tk)
+    return torch.movedim(per_bucket[port_t5_bucket(rel, *conventions)], -1, -3)
+
+
+def port_xl_position(q: Any, v_bias: Any, w_r: Any, distance: np.ndarray, base: float, compute: Any) -> Any:
+    """Transformer-XL terms (b) + (d), ``(q_i + v_h) . (R_{d_ij} @ W_R[h])`` with ``R_d = [sin(d w) | cos(d w)]``,
+    ``w_k = base ** (-2k / D_r)``: q (..., H, Tq, D), v_bias (H, D), w_r (H, D_r, D), distance (Tq, Tk);
+    each distinct distance is embedded once. (..., H, Tq, Tk)."""
+    distinct, inverse = torch.unique(torch.from_numpy(distance), return_inverse=True)
+    width = w_r.shape[-2]
+    w = torch.tensor(base, dtype=compute) ** (-(2 * torch.arange(width // 2, dtype=compute)) / width)
+    theta = distinct.to(compute)[:, None] * w  # (U, D_r / 2)
+    r = torch.einsum("uc,hcd->hud", torch.cat([theta.sin(), theta.cos()], dim=-1), w_r)  # (H, U, D)
+    per_distance = (q + v_bias[:, None, :]) @ r.transpose(-1, -2)  # (..., H, Tq, U)
+    return torch.take_along_dim(per_distance, inverse.expand(per_distance.shape[:-2] + inverse.shape), dim=-1)
+
+
+def port_rel_shift(x: Any, variant: str, k_len: int) -> tuple[Any, Any]:
+    """The codebases' shifts of BD rows (Tq, R) in torch: Transformer-XL pads a zero column on the
+    left and reshapes (R = Tk); XLNet reshapes, drops a row and keeps Tk columns. (shifted, valid)."""
+    tq, rows = x.shape
+    i, j = torch.arange(tq)[:, None], torch.arange(k_len)[None, :]
+    if variant == "transformer_xl":
+        padded = torch.nn.functional.pad(x, (1, 0))  # (Tq, Tk + 1)
+        return padded.reshape(k_len + 1, tq)[1:].reshape(tq, k_len), (j <= k_len - tq + i).to(torch.int64)
+    return x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len], (j + tq - i < rows).to(torch.int64)
+
+
+def port_xpos(q: np.ndarray, k: np.ndarray, pos: np.ndarray, params: Mapping[str, Any],
+              compute: Any) -> tuple[Any, Any]:
+    """xPos in torch: RoPE over the whole head, then q times and k divided by ``zeta ** ((p - c) / B)``."""
+    bthd = params["x_layout"] == "BTHD"
+    qx, kx = (x.transpose(0, 2, 1, 3) if bthd else x for x in (q, k))  # (B, H, T, D)
+    width, t = qx.shape[-1], pos.shape[-1]
+    rope = {"base": params["base"], "partial": "prefix", "layout": params["layout"], "attention_factor": 1.0}
+    qr, kr = (port_rope_apply(x, pos, width, rope, compute) for x in (qx, kx))
+    centre = t // 2 if params["centring"] == "lucidrains" else -(-t // 2)
+    zeta = (2 * torch.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)  # (P,)
+    power = (torch.from_numpy(pos) - centre).to(compute)[:, None, :, None] / float(params["scale_base"])
+    up = zeta**power  # (B|1, 1, T, P)
+    if not bool(torch.isfinite(up).all() & torch.isfinite(1 / up).all()):
+        raise Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) overflows {compute}")
+    scale = up.repeat_interleave(2, dim=-1) if params["layout"] == "interleaved" else torch.cat([up, up], dim=-1)
+    qs, ks = qr * scale, kr / scale
+    return (qs.transpose(1, 2), ks.transpose(1, 2)) if bthd else (qs, ks)
+
+
+def port_deberta_scores(a: Mapping[str, Any], compute: Any) -> Any:
+    """DeBERTa's disentangled logits in torch: c2p gathers ``q Kr^T`` at ``idx(i - j)``, p2c gathers
+    ``k Qr^T`` at the same ``idx(i - j)``, all over ``sqrt(d (1 + n))``; (H, Tq, Tk)."""
+    q, k, kr, qr = (torch.from_numpy(a[n]).to(compute) for n in ("q", "k", "pos_key", "pos_query"))
+    b = a["buckets"]
+    delta = torch.from_numpy(a["qp"][:, None] - a["kp"][None, :])
+    index = torch.clamp(port_deberta_bucket(delta, b, a["limit"], a["clamp"]) + b, 0, 2 * b - 1)  # (Tq, Tk)
+    heads, tk = q.shape[0], k.shape[1]
+    scores = q @ k.transpose(-1, -2)
+    if "c2p" in a["terms"]:
+        scores = scores + torch.take_along_dim(q @ kr.transpose(-1, -2), index.expand(heads, -1, -1), dim=-1)
+    if "p2c" in a["terms"]:
+        scores = scores + (k @ qr.transpose(-1, -2))[:, torch.arange(tk)[None, :], index]
+    return scores / math.sqrt(q.shape[-1] * (1 + len(a["terms"])))
+
+
+def port_shaw_index(qp: np.ndarray, kp: np.ndarray, k: int, sign: str) -> Any:
+    """Shaw's clipped table rows ``clip(d, -K, K) + K`` in torch, d = p_j - p_i or p_i - p_j; (Tq, Tk)."""
+    distance = torch.from_numpy(kp)[None, :] - torch.from_numpy(qp)[:, None]
+    return torch.clamp(-distance if sign == "query_minus_key" else distance, -k, k) + k
+
+
+def port_shaw_key_term(q: Any, table: Any, index: Any) -> Any:
+    """``q_i . A^K[r_ij]`` (..., Tq, Tk): every query against the 2K + 1 rows, then gathered (no (Tq, Tk, D) gather)."""
+    per_row = q @ table.transpose(-1, -2)  # (..., Tq, 2K + 1)
+    return torch.take_along_dim(per_row, index.expand(per_row.shape[:-1] + index.shape[-1:]), dim=-1)
+
+
+def port_shaw_value_term(weights: Any, table: Any, index: Any) -> Any:
+    """``sum_j alpha_ij A^V[r_ij]`` (..., Tq, D): the weights summed per table row, times the rows."""
+    per_row = torch.zeros(weights.shape[:-1] + (table.shape[0],), dtype=weights.dtype)
+    return per_row.scatter_add(-1, index.expand(weights.shape), weights) @ table  # (..., Tq, 2K + 1) @ (2K + 1, D)
+
+
+def port_shaw_logits(q: Any, k: Any, table: Any, index: Any) -> Any:
+    """``q_i . k_j + q_i . A^K[r_ij]`` (..., Tq, Tk)."""
+    return q @ k.transpose(-1, -2) + port_shaw_key_term(q, table, index)
+
+
+def port_shaw_output(weights: Any, v: Any, table: Any, index: Any) -> Any:
+    """``sum_j alpha_ij (v_j + A^V[r_ij])`` (..., Tq, D)."""
+    return weights @ v + port_shaw_value_term(weights, table, index)
 
 
 def torch_port(dtype: str = "float64") -> Adapter:
@@ -1144,9 +1651,7 @@ def torch_port(dtype: str = "float64") -> Adapter:
                                                                                      inputs["key_positions"])
         if qp.shape[:-1] != kp.shape[:-1]:
             raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
-        rel = torch.from_numpy(kp)[..., None, :] - torch.from_numpy(qp)[..., :, None]  # (..., Tq, Tk)
-        rows = torch.from_numpy(np.ascontiguousarray(per_bucket)).to(out)[port_t5_bucket(rel, *conventions)]
-        return _numpy(torch.movedim(rows, -1, -3))  # (..., Tq, Tk, H) -> (..., H, Tq, Tk)
+        return _numpy(port_t5_bias(qp, kp, torch.from_numpy(np.ascontiguousarray(per_bucket)).to(out), conventions))
 
     def alibi_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         heads = _alibi_slopes_check(params)
@@ -1159,11 +1664,8 @@ def torch_port(dtype: str = "float64") -> Adapter:
                                                                                      inputs["key_positions"])
         if qp.shape[:-1] != kp.shape[:-1]:
             raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
-        i, j = torch.from_numpy(qp)[..., :, None], torch.from_numpy(kp)[..., None, :]
-        signed = {"relative_causal": j - i, "key_only": j.expand(i.shape[:-1] + j.shape[-1:]),
-                  "symmetric": -(i - j).abs(), "bottom_right": -(i + kp.shape[-1] - qp.shape[-1] - j).abs()}[form]
         m = port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), compute)
-        return _numpy((m[:, None, None] * signed[..., None, :, :].to(compute)).to(out))
+        return _numpy(port_alibi_bias(qp, kp, m, form, compute).to(out))
 
     def alibi_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         mask = np.asarray(inputs["attention_mask"])
@@ -1174,9 +1676,81 @@ def torch_port(dtype: str = "float64") -> Adapter:
         m = torch.from_numpy(mask.astype(np.int64))
         return _numpy((m.cumsum(-1) - 1) * m)
 
+    def pair(result: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
+        return _numpy(result[0].to(out)), _numpy(result[1].to(out))
+
+    def tensor(array: np.ndarray) -> Any:
+        return torch.from_numpy(np.ascontiguousarray(array)).to(compute)
+
     def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        output, weights = port_attention(params, inputs, compute)
-        return _numpy(output.to(out)), _numpy(weights.to(out))
+        return pair(port_attention(checks.attention(params, inputs), compute))
+
+    def attention_terms(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_terms(params, inputs)
+        value_term = tensor(a["value_term"])
+        return pair(port_attention(a, compute, term=tensor(a["term"]),
+                                   value=lambda w: (w[..., None] * value_term).sum(dim=-2)))
+
+    def attention_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_rope(params, inputs)
+        rope = {"base": a["base"], "partial": "prefix", "layout": a["layout"], "attention_factor": 1.0}
+        d = a["q"].shape[-1]
+        return pair(port_attention(a, compute, q=port_rope_apply(a["q"], a["q_positions"], d, rope, compute),
+                                   k=port_rope_apply(a["k"], a["k_positions"], d, rope, compute)))
+
+    def attention_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_alibi(params, inputs)
+        slopes = port_alibi_slopes(a["q"].shape[1], "press", 8.0, compute)
+        return pair(port_attention(a, compute, bias=port_alibi_bias(a["q_positions"], a["k_positions"], slopes,
+                                                                    a["form"], compute)))
+
+    def attention_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_t5(params, inputs)
+        conventions = (a["direction"], a["buckets"], a["limit"], a["side"] // 2)
+        return pair(port_attention(a, compute, bias=port_t5_bias(a["q_positions"], a["k_positions"],
+                                                                 tensor(a["table"]), conventions)))
+
+    def attention_shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_shaw(params, inputs)
+        qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
+        index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
+        keys, values = tensor(a["rel_keys"]), tensor(a["rel_values"])
+        q = tensor(a["q"])
+        return pair(port_attention(a, compute, q=q, term=port_shaw_key_term(q, keys, index),
+                                   value=lambda w: port_shaw_value_term(w, values, index)))
+
+    def attention_xl(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.attention_xl(params, inputs)
+        q, k = tensor(a["q"]), tensor(a["k"]).repeat_interleave(a["groups"], dim=1)  # k mapped to query heads
+        content = torch.einsum("hd,bhkd->bhk", tensor(a["u_bias"]), k)[:, :, None, :]  # term (c): u_h . k_j
+        position = port_xl_position(q, tensor(a["v_bias"]), tensor(a["w_r"]), a["distance"], a["base"], compute)
+        return pair(port_attention(a, compute, q=q, term=position + content))
+
+    def attention_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.attention_pipeline(params, inputs)
+        b, t = a["tokens"].shape
+        heads, kv_heads, d = a["heads"], a["kv_heads"], a["head_dim"]
+        x = tensor(a["embedding"])[torch.from_numpy(a["tokens"])]  # (B, T, width)
+        pe = tensor(a["pe"])
+        if a["placement"] == "input":
+            x = x + pe
+        q, k, v = ((x @ tensor(a[w])).reshape(b, t, n, d).transpose(1, 2)
+                   for w, n in (("w_q", heads), ("w_k", kv_heads), ("w_v", kv_heads)))
+        output, _ = port_softmax_attention(q, k, v, torch.from_numpy(a["keep"]), float(a["scale"]), groups=a["groups"])
+        y = output.transpose(1, 2).reshape(b, t, heads * d) @ tensor(a["w_o"])
+        return _numpy((y + pe if a["placement"] == "after_block" else y).to(out))
+
+    def xl_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        a = checks.xl_score(params, inputs)
+        q = tensor(a["q"])
+        position = port_xl_position(q[None], tensor(a["v"])[None], tensor(a["w_r"])[None], a["distance"], a["base"],
+                                    compute)[0]
+        return _numpy(((q + tensor(a["u"])) @ tensor(a["k"]).T + position).to(out))
+
+    def rel_shift(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        a = checks.rel_shift(params, inputs)
+        shifted, valid = port_rel_shift(tensor(a["x"]), a["variant"], a["k_len"])
+        return _numpy(shifted.to(out)), _numpy(valid)
 
     def rope_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         width = choice("width", params["width"], ("half", "full", "full_interleaved"))
@@ -1207,11 +1781,37 @@ def torch_port(dtype: str = "float64") -> Adapter:
         span = conventions[0]
         return _numpy(torch.clamp(port_deberta_bucket(delta, *conventions) + span, 0, 2 * span - 1))
 
+    def xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        q, k, pos = checks.xpos(params, inputs)
+        qs, ks = port_xpos(q, k, pos, params, compute)
+        return _numpy(qs.to(out)), _numpy(ks.to(out))
+
+    def deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return _numpy(port_deberta_scores(checks.deberta_scores(params, inputs), compute).to(out))
+
+    def shaw(op: str) -> Any:
+        def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+            a = checks.shaw(params, inputs, op)
+            qp, kp = (positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
+            index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
+            if op == "shaw.index":
+                return _numpy(index)
+            first, second = ("q", "k") if op == "shaw.logits" else ("weights", "v")
+            x, y, table = (torch.from_numpy(a[n]).to(compute) for n in (first, second, "table"))
+            port = port_shaw_logits if op == "shaw.logits" else port_shaw_output
+            return _numpy(port(x, y, table, index).to(out))
+        return run
+
     ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup,
            "rope.cos_sin": rope_cos_sin, "deberta.bucket": deberta_bucket, "deberta.index": deberta_index,
            "rope.apply": rope_apply, "rope.scores": rope_scores, "t5.bucket": t5_bucket, "t5.bias": t5_bias,
            "alibi.slopes": alibi_slopes, "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions,
-           "attention": attention}
+           "attention": attention, "rope.xpos": xpos, "deberta.scores": deberta_scores,
+           **{op: shaw(op) for op in ("shaw.index", "shaw.logits", "shaw.output")},
+           "transformer_xl.score": xl_score, "transformer_xl.rel_shift": rel_shift,
+           "attention.terms": attention_terms, "attention.pipeline": attention_pipeline,
+           "attention.rope": attention_rope, "attention.alibi": attention_alibi, "attention.t5": attention_t5,
+           "attention.shaw": attention_shaw, "attention.xl": attention_xl}
     return Adapter("torch-port", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
                    {op: "torch port (conformance/adapters/torch_adapter.py)" for op in ops}, torch_port,
                    tuple(TORCH_DTYPES))
@@ -1235,5 +1835,11 @@ MPT_ALIBI = mpt_alibi
 SDPA = sdpa
 LONGROPE = longrope
 INTERPOLATE = interpolate
+DEBERTA_SCORES = deberta_scores
+SHAW_W2V_BERT = shaw_w2v_bert
+REL_SHIFT = rel_shift
+XLNET = xlnet
+EAGER_ATTENTION = eager_attention
+TORCH_LAYER = torch_layer
 TORCH = torch_port
 ADAPTER = torch_port

@@ -205,6 +205,7 @@ ATTENTION = OpRecord(
     summary="scaled dot-product attention with GQA, masks and a bias",
     citation="Vaswani et al. 2017, arXiv:1706.03762, eq. 1; Ainslie et al. 2023 (GQA), arXiv:2305.13245",
     cases=_attention_cases(),
+    value_inputs=("q", "k", "v", "mask", "bias"),
 )
 
 
@@ -247,6 +248,7 @@ TERMS = OpRecord(
              lambda rng: {**_terms_inputs(1, 2, 2, 4, 4, 4)(rng), "term": np.zeros((1, 3, 4, 4))},
              "error: a term that does not broadcast to (B, H, Tq, Tk)", kind="error", error="invalid_shape"),
     ),
+    value_inputs=("q", "k", "v", "term", "value_term"),
 )
 
 
@@ -299,6 +301,7 @@ PIPELINE = OpRecord(
              lambda rng: {**_layer_inputs(1, 4, 8, 2, 2, 5)(rng), "w_o": np.zeros((8, 6))},
              "error: an output projection of the wrong shape", kind="error", error="invalid_shape"),
     ),
+    value_inputs=("embedding", "pe", "w_q", "w_k", "w_v", "w_o"),
 )
 
 RECORDS = (ATTENTION, TERMS, PIPELINE, *attention_positional.RECORDS)

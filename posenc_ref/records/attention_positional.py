@@ -133,6 +133,7 @@ ROPE = OpRecord(
              lambda rng: {**_inputs(1, 2, 2, 8, _A(3), _A(4))(rng), "q_positions": _A(2)},
              "error: 2 query positions for 3 queries", kind="error", error="invalid_shape"),
     ),
+    value_inputs=("q", "k", "v"),
 )
 
 ALIBI = OpRecord(
@@ -160,6 +161,7 @@ ALIBI = OpRecord(
              lambda rng: {**_inputs(1, 2, 2, 4, _A(3), _A(3))(rng), "q_positions": np.array([-1, 0, 1])},
              "error: a negative query position", kind="error", error="invalid_argument"),
     ),
+    value_inputs=("q", "k", "v"),
 )
 
 T5 = OpRecord(
@@ -193,6 +195,7 @@ T5 = OpRecord(
              _inputs(1, 2, 2, 4, _A(4), _A(4), table=(8, 3)),
              "error: a table of 3 heads for 2 query heads", kind="error", error="invalid_shape"),
     ),
+    value_inputs=("q", "k", "v", "table"),
 )
 
 SHAW = OpRecord(
@@ -220,6 +223,7 @@ SHAW = OpRecord(
              _inputs(1, 2, 2, 8, _A(4), _A(4), rel_keys=(4, 8), rel_values=(4, 8)),
              "error: tables of 4 rows for K=2 (5 needed)", kind="error", error="invalid_shape"),
     ),
+    value_inputs=("q", "k", "v", "rel_keys", "rel_values"),
 )
 
 XL = OpRecord(
@@ -247,6 +251,7 @@ XL = OpRecord(
              "error: query positions 10, 11 that are not key positions (cross-attention is not defined)",
              kind="error", error="invalid_argument"),
     ),
+    value_inputs=("q", "k", "v", "u_bias", "v_bias", "w_r"),
 )
 
 RECORDS = (ROPE, ALIBI, T5, SHAW, XL)

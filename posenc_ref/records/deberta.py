@@ -142,6 +142,11 @@ def _scores_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]])
     return phase
 
 
+def _scores_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    # every term is a product of two value inputs (q or a position row with k or a position row)
+    return 2.0 * _scores_phase(params, inputs)
+
+
 _SMALL = {"position_buckets": 8, "max_relative_positions": 16}
 
 SCORES = OpRecord(
@@ -150,7 +155,7 @@ SCORES = OpRecord(
     family="bias",
     function=db.deberta_scores,
     inputs=("query_positions", "key_positions", "q", "k", "pos_key", "pos_query"),
-    outputs=(Output("scores", "float64", "phase", _scores_phase),),
+    outputs=(Output("scores", "float64", "phase", _scores_phase, _scores_input_scale),),
     params=(POSITION_BUCKETS, MAX_RELATIVE, DISTANCE_CLAMP, POS_ATT_TYPE),
     summary="DeBERTa disentangled logits (c2c + c2p + p2c) / sqrt(d (1 + n_terms))",
     citation=CITATION,
@@ -176,6 +181,7 @@ SCORES = OpRecord(
              "error: the scores op takes 1-D positions", kind="error", error="invalid_shape"),
     ),
     position_inputs=("query_positions", "key_positions"),
+    value_inputs=("q", "k", "pos_key", "pos_query"),
 )
 
 RECORDS = (BUCKET, INDEX, SCORES)

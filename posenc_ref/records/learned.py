@@ -61,6 +61,7 @@ LOOKUP = OpRecord(
     citation="Devlin et al. 2018 (BERT), arXiv:1810.04805; Radford et al. 2019 (GPT-2)",
     cases=_cases(),
     position_inputs=("positions",),
+    value_inputs=("table",),
 )
 
 RECORDS = (LOOKUP,)

@@ -53,6 +53,20 @@ def _shaw_output_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.
     return scale
 
 
+def _shaw_logits_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
+    # every term q_i k_i or q_i A^K_i has two value-input factors
+    magnitude = sh.shaw_logits(np.abs(inputs["q"]), np.abs(inputs["k"]), np.abs(inputs["rel_keys"]),
+                               inputs["q_positions"], inputs["k_positions"], **params)
+    return np.asarray(2.0 * magnitude, dtype=np.float64)
+
+
+def _shaw_output_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
+    # every term alpha v or alpha A^V has two value-input factors
+    magnitude = sh.shaw_output(np.abs(inputs["weights"]), np.abs(inputs["v"]), np.abs(inputs["rel_values"]),
+                               inputs["q_positions"], inputs["k_positions"], **params)
+    return np.asarray(2.0 * magnitude, dtype=np.float64)
+
+
 def _pos(*values: int) -> NDArray[np.int64]:
     return np.array(values, dtype=np.int64)
 
@@ -144,16 +158,18 @@ SHAW_INDEX = OpRecord(
 SHAW_LOGITS = OpRecord(
     name="shaw.logits", family="relative", function=sh.shaw_logits,
     inputs=("q", "k", "rel_keys", "q_positions", "k_positions"),
-    outputs=(Output("logits", "float64", "reduction", _shaw_logits_scale),),
+    outputs=(Output("logits", "float64", "reduction", _shaw_logits_scale, _shaw_logits_input_scale),),
     params=(K_PARAM, SIGN), summary="q_i . k_j + q_i . A^K[r_ij] (unscaled), without a (Tq, Tk, D) gather",
     citation=SHAW_CITATION, cases=_shaw_cases("logits", False), position_inputs=("q_positions", "k_positions"),
+    value_inputs=("q", "k", "rel_keys"),
 )
 SHAW_OUTPUT = OpRecord(
     name="shaw.output", family="relative", function=sh.shaw_output,
     inputs=("weights", "v", "rel_values", "q_positions", "k_positions"),
-    outputs=(Output("output", "float64", "reduction", _shaw_output_scale),),
+    outputs=(Output("output", "float64", "reduction", _shaw_output_scale, _shaw_output_input_scale),),
     params=(K_PARAM, SIGN), summary="sum_j alpha_ij (v_j + A^V[r_ij]) through the 2K + 1 distinct rows",
     citation=SHAW_CITATION, cases=_shaw_cases("output", True), position_inputs=("q_positions", "k_positions"),
+    value_inputs=("weights", "v", "rel_values"),
 )
 
 # --- Transformer-XL / XLNet ---------------------------------------------------------------
@@ -178,6 +194,19 @@ def _xl_score_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.flo
     position = np.take_along_axis((q + v) @ per_distance.T, inverse.reshape(distance.shape), axis=1)
     scale: NDArray[np.float64] = (dim + 3) * (q + u) @ k.T + position
     return scale
+
+
+def _xl_score_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
+    # terms q_i k_i, u_i k_i, q_i W_ji R_j and v_i W_ji R_j: two value-input factors each
+    q, k = np.abs(inputs["q"]), np.abs(inputs["k"])
+    u, v, w_r = np.abs(inputs["u"]), np.abs(inputs["v"]), np.abs(inputs["w_r"])
+    distance = np.asarray(inputs["q_positions"])[:, None] - np.asarray(inputs["k_positions"])[None, :]
+    if int(params["clamp_len"]) > 0:
+        distance = np.clip(distance, -params["clamp_len"], params["clamp_len"])
+    distinct, inverse = np.unique(distance, return_inverse=True)
+    rows = np.abs(xl.xl_relative_embedding(distinct, dim=w_r.shape[0], base=params["base"]))  # (U, D_r)
+    position = np.take_along_axis((q + v) @ (rows @ w_r).T, inverse.reshape(distance.shape), axis=1)
+    return np.asarray(2.0 * ((q + u) @ k.T + position), dtype=np.float64)
 
 
 def _xl_inputs(tq: int, tk: int, dim: int, dim_r: int, q_positions: NDArray[np.int64] | None = None) -> Any:
@@ -222,11 +251,12 @@ def _xl_score_cases() -> tuple[Case, ...]:
 XL_SCORE = OpRecord(
     name="transformer_xl.score", family="relative", function=xl.xl_score, intermediates="angles",
     inputs=("q", "k", "u", "v", "w_r", "q_positions", "k_positions"),
-    outputs=(Output("score", "float64", "reduction", _xl_score_scale),),
+    outputs=(Output("score", "float64", "reduction", _xl_score_scale, _xl_score_input_scale),),
     params=(Param("base", "float", 10000.0, doc="sinusoid base"),
             Param("clamp_len", "int", -1, doc="clip distances to +/-clamp_len when > 0")),
     summary="(q_i + u) . k_j + (q_i + v) . W_R^T R_{p_i - p_j} by direct indexing",
     citation=XL_CITATION, cases=_xl_score_cases(), position_inputs=("q_positions", "k_positions"),
+    value_inputs=("q", "k", "u", "v", "w_r"),
 )
 
 VARIANT = Param(
@@ -265,6 +295,7 @@ REL_SHIFT = OpRecord(
         Case("transformer_xl.rel_shift.error.x_1d", {"variant": "xlnet", "k_len": 2}, {"x": np.zeros(4)},
              "error: x must be (Tq, R)", kind="error", error="invalid_shape"),
     ),
+    value_inputs=("x",),
 )
 
 # --- resampling ---------------------------------------------------------------------------
@@ -336,6 +367,23 @@ def _grid_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64
     body = (taps * np.einsum("ph,hwd,qw->pqd", wh, grid, ww) + np.einsum("ph,hwd,qw->pqd", eh, grid, ww)
             + np.einsum("ph,hwd,qw->pqd", wh, grid, ew))
     return np.concatenate([np.zeros((prefix, table.shape[1])), body.reshape(-1, table.shape[1])])
+
+
+def _table_1d_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
+    # one value-input factor per term (the weights are computed); prefix rows are copies
+    prefix = int(params["num_prefix_tokens"])
+    table = np.abs(np.asarray(inputs["table"], dtype=np.float64))
+    absw, _ = _axis_scale(table.shape[0] - prefix, int(params["new_length"]), params)
+    return np.concatenate([table[:prefix], absw @ table[prefix:]])
+
+
+def _grid_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
+    prefix, height, width = int(params["num_prefix_tokens"]), int(params["grid_height"]), int(params["grid_width"])
+    table = np.abs(np.asarray(inputs["table"], dtype=np.float64))
+    wh, _ = _axis_scale(height, int(params["new_height"]), params)
+    ww, _ = _axis_scale(width, int(params["new_width"]), params)
+    body = np.einsum("ph,hwd,qw->pqd", wh, table[prefix:].reshape(height, width, -1), ww)
+    return np.concatenate([table[:prefix], body.reshape(-1, table.shape[1])])
 
 
 TIMM = {"antialias": "on", "cubic_a": -0.5}
@@ -416,11 +464,11 @@ def _table_1d_cases() -> tuple[Case, ...]:
 
 RESAMPLE_1D = OpRecord(
     name="resample.table_1d", family="resample", function=rs.resample_table_1d, inputs=("table",),
-    outputs=(Output("table", "float64", "reduction", _table_1d_scale),),
+    outputs=(Output("table", "float64", "reduction", _table_1d_scale, _table_1d_input_scale),),
     params=(Param("new_length", "int", doc="requested non-prefix rows"),
             Param("num_prefix_tokens", "int", 1, doc="leading rows kept as they are"), *MODE_PARAMS),
     summary="resample the non-prefix rows of a 1-D learned table", citation=RESAMPLE_CITATION,
-    cases=_table_1d_cases(),
+    cases=_table_1d_cases(), value_inputs=("table",),
 )
 
 
@@ -459,13 +507,13 @@ def _grid_cases() -> tuple[Case, ...]:
 
 RESAMPLE_2D = OpRecord(
     name="resample.grid_2d", family="resample", function=rs.resample_grid_2d, inputs=("table",),
-    outputs=(Output("table", "float64", "reduction", _grid_scale),),
+    outputs=(Output("table", "float64", "reduction", _grid_scale, _grid_input_scale),),
     params=(Param("grid_height", "int", doc="declared H"), Param("grid_width", "int", doc="declared W"),
             Param("new_height", "int", doc="requested H'"), Param("new_width", "int", doc="requested W'"),
             Param("num_prefix_tokens", "int", 1, doc="leading rows kept as they are (timm default 1)"),
             *MODE_PARAMS),
     summary="resample a ViT position table's grid rows, prefix rows kept", citation=RESAMPLE_CITATION,
-    cases=_grid_cases(),
+    cases=_grid_cases(), value_inputs=("table",),
 )
 
 RECORDS = (SHAW_INDEX, SHAW_LOGITS, SHAW_OUTPUT, XL_SCORE, REL_SHIFT, RESAMPLE_WEIGHTS, RESAMPLE_1D, RESAMPLE_2D)

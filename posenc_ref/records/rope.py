@@ -7,6 +7,12 @@ phase ``a |(u, v)| (1 + |p w|)``: an angle error ``delta`` moves the pair by ``|
 and the ``1 +`` covers the rounding of the products at unit phase. A score sums such pair
 errors over the pairs of q and k: its phase is ``a^2 sum_i |q_i| |k_i| (1 + |m w_i| + |n w_i|)``
 (times the xPos weight), plus ``sum |q_j k_j|`` over pass-through channels.
+
+Input scales (the input-rounding term, :mod:`posenc_ref.tolerance`): a rotated channel
+``a (u cos - v sin)`` has the terms ``a u cos`` and ``a v sin`` with one input factor each, so
+its scale is ``a (|u| |cos| + |v| |sin|)`` (``|x|`` on pass-through channels). A score
+``<R q, R k>`` expands into products of such terms with two input factors each: its scale is
+``2 sum_d A_q,d A_k,d`` with ``A`` those per-channel sums (times the xPos weight of the pair).
 """
 
 from __future__ import annotations
@@ -57,6 +63,55 @@ def _pair_norms(x: NDArray[np.float64], space: int, layout: str) -> NDArray[np.f
         if layout == "interleaved_to_half":  # results land in half order
             out[..., :n], out[..., n:space] = r, r
     return out
+
+
+def _abs_rotated(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any]) -> NDArray[np.float64]:
+    """Per channel, ``sum |term|`` of the rotated value: ``a (|u| |cos| + |v| |sin|)``, ``|x|`` if not rotated.
+
+    Same shape and axis order as ``x``; pairs and output slots as :func:`posenc_ref.rope.rope_apply`.
+    """
+    values = np.abs(np.asarray(x, dtype=np.float64))
+    space, w = rp.rotary_frequencies(values.shape[-1], base=params["base"], rotary_dim=params.get("rotary_dim"),
+                                     partial=params.get("partial", "prefix"), func="input_scale")
+    angle = rp._angles("input_scale", positions, w, values.shape, params["x_layout"], "positions")
+    factor = float(params.get("attention_factor", 1.0))
+    cos, sin = factor * np.abs(np.cos(angle)), factor * np.abs(np.sin(angle))
+    n, layout = space // 2, params["layout"]
+    u, v = (values[..., :n], values[..., n:space]) if layout == "half" else (
+        values[..., 0:space:2], values[..., 1:space:2])
+    out = np.empty(np.broadcast_shapes(values.shape, angle.shape[:-1] + (values.shape[-1],)))
+    out[..., space:] = values[..., space:]
+    if layout == "interleaved":
+        out[..., 0:space:2], out[..., 1:space:2] = u * cos + v * sin, u * sin + v * cos
+    else:
+        out[..., :n], out[..., n:space] = u * cos + v * sin, u * sin + v * cos
+    return out
+
+
+def _apply_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    return _abs_rotated(params, inputs["x"], inputs["positions"])
+
+
+def _scores_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    aq = _abs_rotated(params, inputs["q"], inputs["q_positions"])
+    ak = _abs_rotated(params, inputs["k"], inputs["k_positions"])
+    if params["x_layout"] == "BTHD":
+        aq, ak = aq.transpose(0, 2, 1, 3), ak.transpose(0, 2, 1, 3)
+    if params.get("xpos_scale_base") is None:
+        return np.asarray(2.0 * np.einsum("bhqd,bhkd->bhqk", aq, ak), dtype=np.float64)
+    space, _ = rp.rotary_frequencies(aq.shape[-1], base=params["base"], rotary_dim=params["rotary_dim"],
+                                     partial=params["partial"], func="input_scale")
+    n = space // 2
+    zeta = (2.0 * np.arange(n) + 0.4 * space) / (1.4 * space)
+    qp = np.asarray(inputs["q_positions"]).reshape(-1, aq.shape[2]).astype(np.float64)
+    kp = np.asarray(inputs["k_positions"]).reshape(-1, ak.shape[2]).astype(np.float64)
+    weight = zeta ** ((qp[:, :, None] - kp[:, None, :])[:, None, :, :, None] / params["xpos_scale_base"])
+    first, second = (slice(0, n), slice(n, space)) if params["layout"] == "half" else (
+        slice(0, space, 2), slice(1, space, 2))
+    pairs = (np.einsum("bhqp,bhkp->bhqkp", aq[..., first], ak[..., first])
+             + np.einsum("bhqp,bhkp->bhqkp", aq[..., second], ak[..., second]))
+    rest = np.einsum("bhqd,bhkd->bhqk", aq[..., space:], ak[..., space:])
+    return np.asarray(2.0 * (np.sum(pairs * weight, axis=-1) + rest), dtype=np.float64)
 
 
 def _angle_per_channel(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any]) -> tuple[
@@ -239,12 +294,13 @@ APPLY = OpRecord(
     family="rope",
     function=rp.rope_apply,
     inputs=("x", "positions"),
-    outputs=(Output("y", "float64", "phase", _apply_phase),),
+    outputs=(Output("y", "float64", "phase", _apply_phase, _apply_input_scale),),
     params=APPLY_PARAMS,
     summary="rotate q or k at explicit positions: layouts, partial prefix / proportional",
     citation=CITATION,
     cases=_apply_cases(),
     position_inputs=("positions",),
+    value_inputs=("x",),
 )
 
 
@@ -300,13 +356,14 @@ SCORES = OpRecord(
     family="rope",
     function=rp.rope_scores,
     inputs=("q", "k", "q_positions", "k_positions"),
-    outputs=(Output("scores", "float64", "phase", _scores_phase),),
+    outputs=(Output("scores", "float64", "phase", _scores_phase, _scores_input_scale),),
     params=(BASE, ROTARY_DIM, PARTIAL, SCORE_LAYOUT, X_LAYOUT, FACTOR_A,
             Param("xpos_scale_base", "float", None, doc="xPos scale base (512); None: plain RoPE")),
     summary="q.k logits with q and k rotated at their own positions (layout- and xPos-centre-independent)",
     citation=CITATION + "; Sun et al. 2022 xPos arXiv:2212.10554",
     cases=_scores_cases(),
     position_inputs=("q_positions", "k_positions"),
+    value_inputs=("q", "k"),
 )
 
 
@@ -330,6 +387,24 @@ def _xpos_phase_of(name: str) -> Any:
     return phase
 
 
+def _xpos_input_scale_of(name: str) -> Any:
+    def input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+        x = np.asarray(inputs[name], dtype=np.float64)
+        common = {"base": params["base"], "rotary_dim": None, "partial": "prefix", "x_layout": params["x_layout"],
+                  "layout": params["layout"]}
+        rotated = _abs_rotated(common, x, inputs["positions"])
+        t_axis = 2 if params["x_layout"] == "BHTD" else 1
+        width = x.shape[-1]
+        zeta = (2.0 * np.arange(width // 2) + 0.4 * width) / (1.4 * width)
+        pos = np.asarray(inputs["positions"]).reshape(-1, x.shape[t_axis]).astype(np.float64)
+        power = (pos - rv.xpos_centre(x.shape[t_axis], params["centring"])) / params["scale_base"]
+        power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
+        up = zeta ** (power if name == "q" else -power)
+        scale = np.repeat(up, 2, axis=-1) if params["layout"] == "interleaved" else np.concatenate([up, up], axis=-1)
+        return np.asarray(rotated * scale, dtype=np.float64)
+    return input_scale
+
+
 def _qk_window(shape: tuple[int, ...], positions: Any) -> Any:
     def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
         return {"q": rng.normal(size=shape), "k": rng.normal(size=shape),
@@ -342,8 +417,8 @@ XPOS = OpRecord(
     family="rope",
     function=rv.rope_xpos,
     inputs=("q", "k", "positions"),
-    outputs=(Output("q_rot", "float64", "phase", _xpos_phase_of("q")),
-             Output("k_rot", "float64", "phase", _xpos_phase_of("k"))),
+    outputs=(Output("q_rot", "float64", "phase", _xpos_phase_of("q"), _xpos_input_scale_of("q")),
+             Output("k_rot", "float64", "phase", _xpos_phase_of("k"), _xpos_input_scale_of("k"))),
     params=(
         BASE,
         Param("scale_base", "float", 512.0, doc="xPos scale base B (lucidrains xpos_scale_base)"),
@@ -374,6 +449,7 @@ XPOS = OpRecord(
          "zeta ** (10^6 / 1) is beyond float64"),
     ])),
     position_inputs=("positions",),
+    value_inputs=("q", "k"),
 )
 
 

@@ -157,6 +157,7 @@ BIAS = OpRecord(
     citation=CITATION,
     cases=_bias_cases(),
     position_inputs=("query_positions", "key_positions"),
+    value_inputs=("table",),
 )
 
 RECORDS = (BUCKET, BIAS)

@@ -43,8 +43,8 @@ from numpy.typing import NDArray
 
 from posenc_ref.errors import SpecError
 from posenc_ref.registry import get_op
-from posenc_ref.runner.emulation import EMULATIONS, emulate
-from posenc_ref.tolerance import DTYPES
+from posenc_ref.runner.emulation import EMULATIONS, emulate, to_dtype
+from posenc_ref.tolerance import DTYPES, Dtype
 
 
 class AdapterLoadError(Exception):
@@ -106,18 +106,32 @@ class ReferenceAdapter:
 
 
 class EmulatedAdapter:
-    """The reference computed in float32 (angles in ``angle_dtype``), rounded to ``dtype``."""
+    """The reference computed in float32 (angles in ``angle_dtype``), rounded to ``dtype``.
+
+    With ``round_inputs`` the op's value inputs (:attr:`~posenc_ref.opspec.OpRecord.value_inputs`)
+    are first rounded to ``dtype``, as by an implementation that holds its tensors in it.
+    """
 
     version = "emulation"
 
-    def __init__(self, name: str, dtype: str, angle_dtype: str) -> None:
+    def __init__(self, name: str, dtype: str, angle_dtype: str, *, round_inputs: bool = False) -> None:
         self.name = name
         self.dtype = dtype
         self.angle_dtype = angle_dtype
+        self.round_inputs = round_inputs
         self.capabilities: dict[str, dict[str, tuple[Any, ...]]] = {op: {} for op in EMULATIONS}
 
     def run(self, op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+        if self.round_inputs:
+            inputs = round_value_inputs(op, inputs, self.dtype)  # type: ignore[arg-type]
         return emulate(op, params, inputs, output_dtype=self.dtype, angle_dtype=self.angle_dtype)  # type: ignore[arg-type]
+
+
+def round_value_inputs(op: str, inputs: Mapping[str, NDArray[Any]], dtype: Dtype) -> dict[str, NDArray[Any]]:
+    """``inputs`` with the op's float value inputs rounded to ``dtype`` (carried in float64)."""
+    names = set(get_op(op).value_inputs)
+    return {name: to_dtype(np.asarray(a), dtype).astype(np.float64)
+            if name in names and np.asarray(a).dtype.kind == "f" else a for name, a in inputs.items()}
 
 
 BUILTIN: Final[dict[str, tuple[str, Callable[[], Any]]]] = {
@@ -128,6 +142,11 @@ BUILTIN: Final[dict[str, tuple[str, Callable[[], Any]]]] = {
                       lambda: EmulatedAdapter("numpy-float16", "float16", "float32")),
     "numpy-bfloat16": ("float32 angles, outputs rounded to bfloat16 (calibration)",
                        lambda: EmulatedAdapter("numpy-bfloat16", "bfloat16", "float32")),
+    "numpy-float16-inputs": ("inputs held in float16, then as numpy-float16 (calibration)",
+                             lambda: EmulatedAdapter("numpy-float16-inputs", "float16", "float32", round_inputs=True)),
+    "numpy-bfloat16-inputs": ("inputs held in bfloat16, then as numpy-bfloat16 (calibration)",
+                              lambda: EmulatedAdapter("numpy-bfloat16-inputs", "bfloat16", "float32",
+                                                      round_inputs=True)),
     "numpy-float16-angles": ("angles computed in float16: the known-bad calibration point (must fail)",
                              lambda: EmulatedAdapter("numpy-float16-angles", "float16", "float16")),
 }

@@ -68,8 +68,9 @@ def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArr
                 matched = False
                 break
             phase = out.phase(cparams, cinputs) if out.phase else None
+            scale = out.input_scale(cparams, cinputs) if out.input_scale else None
             with np.errstate(all="ignore"):
-                if not compare(actual, expected, policy(out.tolerance, dtype), phase).passed:
+                if not compare(actual, expected, policy(out.tolerance, dtype), phase, scale).passed:
                     matched = False
                     break
         if matched:

@@ -216,7 +216,8 @@ def _expectation_for(expectations: list[Expectation], case_id: str, output: str 
 
 
 def _relaxed(pol: Policy, factor: float) -> Policy:
-    return Policy(pol.tolerance_class, pol.dtype, pol.n_ulp * factor, pol.c_phase * factor, pol.phase_dtype)
+    return Policy(pol.tolerance_class, pol.dtype, pol.n_ulp * factor, pol.c_phase * factor, pol.phase_dtype,
+                  pol.c_input * factor)
 
 
 def _apply_expectation(status: str, expectation: Expectation | None) -> str:
@@ -409,7 +410,7 @@ def run_case(adapter: Any, worker: Worker | None, loaded: corpus.Corpus, entry: 
         if relaxed and expectation is not None:
             pol = _relaxed(pol, expectation.factor)
             source += f" x {expectation.factor:g} ({expectation.source})"
-        verdict = compare(actual, golden_out.expected, pol, golden_out.phase)
+        verdict = compare(actual, golden_out.expected, pol, golden_out.phase, golden_out.input_scale)
         status = ("pass_relaxed" if relaxed else "pass") if verdict.passed else "fail"
         if status == "fail":
             failing[name] = actual
