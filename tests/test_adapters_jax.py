@@ -75,29 +75,34 @@ def _port():
     return port
 
 
-def test_rope_apply_float16_expectation_names_the_rounding_of_x():
-    """The float16 expectations say the failures come from holding x in float16: the reference's own
-    float64 rotation of the float16-rounded x, rounded once to float16, fails the same case, and the
-    port passes it only as the declared xfail."""
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_dtypes_need_no_entry_for_the_rounding_of_the_inputs(dtype):
+    """The float16/bfloat16 policies carry the input-rounding term: the reference's own float64 rotation
+    of the rounded x, rounded once to the dtype, passes a case whose terms nearly cancel, and so does the
+    port, with no expectation entry left in its files."""
+    import ml_dtypes
+
     from posenc_ref.rope import rope_apply
 
+    narrow = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+
     class ExactOnRoundedX:
-        name, dtype = "exact-on-float16-x", "float16"
+        name = "exact-on-rounded-x"
+
+        def __init__(self):
+            self.dtype = dtype
 
         def run(self, op, params, inputs):
-            x = np.asarray(inputs["x"]).astype(np.float16).astype(np.float64)
-            return rope_apply(x, inputs["positions"], **params).astype(np.float16)
+            x = np.asarray(inputs["x"]).astype(narrow).astype(np.float64)
+            return rope_apply(x, inputs["positions"], **params).astype(narrow).astype(np.float64)
 
-    case = "rope.apply.half.d64.base10000"
-    only = lambda e: e["id"] == case  # noqa: E731
-    assert not run_conformance(ExactOnRoundedX(), spec="exact", select=only).passed
-    entries = _expectations("float16")
-    assert entries and all(e.status == "xfail" for e in entries)
+    only = lambda e: e["id"] == "rope.apply.half.d64.base10000"  # noqa: E731
+    assert run_conformance(ExactOnRoundedX(), spec="exact", select=only).passed
+    assert _expectations(dtype) == []
     with x64(False):
-        adapter = load_adapter(SPEC).at_dtype("float16")
-        assert not run_conformance(adapter, spec="jax", select=only).passed
-        run = run_conformance(adapter, spec="jax", select=only, expectations=entries)
-        assert run.passed and {r.status for r in run.results} == {"xfail"}
+        adapter = load_adapter(SPEC).at_dtype(dtype)
+        run = run_conformance(adapter, spec="jax", select=only, expectations=_expectations(dtype))
+    assert run.passed and {r.status for r in run.results} == {"pass"}
 
 
 def test_dot_product_attention_is_the_library_below_float64():
@@ -234,22 +239,3 @@ def test_a_wrong_port_variant_fails(monkeypatch, name, case, wrong):
     monkeypatch.setattr(port, name, wrong(getattr(port, name)))
     assert _fails(port, case)
 
-
-def test_float16_expectations_of_new_ops_name_the_rounding_of_the_inputs():
-    """The float16 entries of transformer_xl.score and resample.*: exact arithmetic on the float16-rounded
-    inputs, rounded once to float16, fails each of them too (a tolerance property, not a JAX error)."""
-    from posenc_ref.registry import get_op
-
-    class ExactOnRoundedInputs:
-        name, dtype = "exact-on-float16-inputs", "float16"
-
-        def run(self, op, params, inputs):
-            rounded = {n: a.astype(np.float16).astype(np.float64) if a.dtype.kind == "f" else a
-                       for n, a in ((n, np.asarray(v)) for n, v in inputs.items())}
-            return {n: np.asarray(a).astype(np.float16) for n, a in get_op(op).call(params, rounded).items()}
-
-    ids = {e.id for e in _expectations("float16")}
-    new = sorted(i for i in ids if i.startswith(("transformer_xl.", "resample.")))
-    assert new
-    run = run_conformance(ExactOnRoundedInputs(), spec="exact", select=lambda e: e["id"] in new)
-    assert {r.case_id for r in run.results if r.status == "fail"} == set(new)
