@@ -75,29 +75,34 @@ def _port():
     return port
 
 
-def test_rope_apply_float16_expectation_names_the_rounding_of_x():
-    """The float16 expectations say the failures come from holding x in float16: the reference's own
-    float64 rotation of the float16-rounded x, rounded once to float16, fails the same case, and the
-    port passes it only as the declared xfail."""
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_dtypes_need_no_entry_for_the_rounding_of_the_inputs(dtype):
+    """The float16/bfloat16 policies carry the input-rounding term: the reference's own float64 rotation
+    of the rounded x, rounded once to the dtype, passes a case whose terms nearly cancel, and so does the
+    port, with no expectation entry left in its files."""
+    import ml_dtypes
+
     from posenc_ref.rope import rope_apply
 
+    narrow = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+
     class ExactOnRoundedX:
-        name, dtype = "exact-on-float16-x", "float16"
+        name = "exact-on-rounded-x"
+
+        def __init__(self):
+            self.dtype = dtype
 
         def run(self, op, params, inputs):
-            x = np.asarray(inputs["x"]).astype(np.float16).astype(np.float64)
-            return rope_apply(x, inputs["positions"], **params).astype(np.float16)
+            x = np.asarray(inputs["x"]).astype(narrow).astype(np.float64)
+            return rope_apply(x, inputs["positions"], **params).astype(narrow).astype(np.float64)
 
-    case = "rope.apply.half.d64.base10000"
-    only = lambda e: e["id"] == case  # noqa: E731
-    assert not run_conformance(ExactOnRoundedX(), spec="exact", select=only).passed
-    entries = _expectations("float16")
-    assert entries and all(e.status == "xfail" for e in entries)
+    only = lambda e: e["id"] == "rope.apply.half.d64.base10000"  # noqa: E731
+    assert run_conformance(ExactOnRoundedX(), spec="exact", select=only).passed
+    assert _expectations(dtype) == []
     with x64(False):
-        adapter = load_adapter(SPEC).at_dtype("float16")
-        assert not run_conformance(adapter, spec="jax", select=only).passed
-        run = run_conformance(adapter, spec="jax", select=only, expectations=entries)
-        assert run.passed and {r.status for r in run.results} == {"xfail"}
+        adapter = load_adapter(SPEC).at_dtype(dtype)
+        run = run_conformance(adapter, spec="jax", select=only, expectations=_expectations(dtype))
+    assert run.passed and {r.status for r in run.results} == {"pass"}
 
 
 def test_dot_product_attention_is_the_library_below_float64():
@@ -157,3 +162,80 @@ def test_embedding_pipeline_matches_the_reference():
     ref = learned_lookup(words, ids) + sinusoidal_table(np.arange(ids.shape[1]), dim=16)
     expected = (ref - ref.mean(-1, keepdims=True)) / np.sqrt(ref.var(-1, keepdims=True) + 1e-12)
     np.testing.assert_allclose(actual, expected, rtol=0, atol=64 * np.finfo(np.float32).eps)
+
+
+NEW_OPS = ("rope.longrope_inv_freq", "transformer_xl.score", "transformer_xl.rel_shift", "resample.weights",
+           "resample.table_1d", "resample.grid_2d", "attention.terms", "attention.pipeline", "attention.rope",
+           "attention.alibi", "attention.t5", "attention.shaw", "attention.xl")
+
+
+def _of_new_ops(entry):
+    return entry["op"] in NEW_OPS
+
+
+def test_new_ops_are_supported():
+    from posenc_ref.corpus import default_corpus_dir, read_manifest
+    from posenc_ref.runner.adapters import supports
+
+    with x64(False):
+        adapter = load_adapter(SPEC)
+    assert set(NEW_OPS) <= set(adapter.capabilities)
+    cases = [e for e in read_manifest(default_corpus_dir())["cases"] if _of_new_ops(e)]
+    assert {e["op"] for e in cases} == set(NEW_OPS)
+    assert all(supports(adapter, e["op"], e["params"]) is None for e in cases)  # every corpus case runs
+    timm = {"in_size": 14, "new_size": 16, "kernel": "bicubic", "antialias": "on", "coordinates": "half_pixel"}
+    assert "a=-0.5" in supports(adapter, "resample.weights", {**timm, "cubic_a": -0.75})
+    assert "a=-0.75" in supports(adapter, "resample.weights", {**timm, "antialias": "off", "cubic_a": -0.5})
+    assert "scale_and_translate" in adapter.calls["resample.grid_2d"]
+    assert "dot_product_attention" in adapter.calls["attention.rope"]
+
+
+@pytest.mark.parametrize(("enabled", "dtype"), [(True, "float64"), (False, "float32")])
+def test_new_ops_pass_every_case(enabled, dtype):
+    """Every case of the newly covered ops, errors included, passes without an expectation entry."""
+    with x64(enabled):
+        adapter = load_adapter(SPEC)
+        run = run_conformance(adapter, spec="jax", select=_of_new_ops)
+    assert run.passed and {r.status for r in run.results} == {"pass"}
+    assert {r.op for r in run.results} == set(NEW_OPS)
+
+
+def _one(case):
+    return lambda entry: entry["id"] == case
+
+
+def _fails(port, case, dtype="float32"):
+    with x64(dtype == "float64"):
+        run = run_conformance(port.jax_port(dtype), spec="jax", select=_one(case))
+    return not run.passed and "fail" in {r.status for r in run.results}
+
+
+@pytest.mark.parametrize(("name", "case", "wrong"), [
+    ("resample_method", "resample.weights.bicubic.up14to16.torch",
+     lambda real: lambda kernel, antialias, a: "cubic"),  # jax.image's a=-0.5 with renormalised edges
+    ("resample_geometry", "resample.grid_2d.bilinear.align_corners.7to12",
+     lambda real: lambda n, m, step, align: real(n, m, step, False)),  # half-pixel instead of align corners
+    ("xl_embedding", "transformer_xl.score.mem0.tq5.bidirectional",
+     lambda real: lambda distance, width, base, c: real(-distance, width, base, c)),  # key minus query
+    ("rel_shift", "transformer_xl.rel_shift.xlnet.uni.tq3.tk5",
+     lambda real: lambda x, variant, k_len: real(x[:, :k_len], "transformer_xl", k_len)),
+    ("rope_qk", "attention.rope.half.causal.t6.d8",
+     lambda real: lambda q, k, qp, kp, base, layout, c: real(q, k, qp, kp, base, "interleaved", c)),
+    ("rope_qk", "attention.rope.own_positions.tq3tk5",
+     lambda real: lambda q, k, qp, kp, base, layout, c: real(q, k, qp + 1, kp, base, layout, c)),  # off by one
+    ("shaw_terms", "attention.shaw.k2.t6.d8",
+     lambda real: lambda q, index, rel_keys, rel_values: (real(q, index, rel_keys, rel_values)[0], 0.0)),
+    ("xl_terms", "attention.xl.memory.tq4tk8",
+     lambda real: lambda q, k, u, v, w_r, distance, base, c: real(q, k, v, u, w_r, distance, base, c)),  # u, v swapped
+    ("split_heads", "attention.pipeline.sinusoidal.gqa.t8.d16",
+     lambda real: lambda x, heads: x.reshape(x.shape[0], heads, x.shape[1], -1)),  # heads split without the transpose
+    ("longrope_inv_freq", "rope.longrope_inv_freq.phi3.L4097",
+     lambda real: lambda factors, dim, base, c: real(factors[::-1], dim, base, c)),
+])
+def test_a_wrong_port_variant_fails(monkeypatch, name, case, wrong):
+    """The corpus catches each convention mistake in the new ports (the real port passes these cases)."""
+    port = _port()
+    assert not _fails(port, case)
+    monkeypatch.setattr(port, name, wrong(getattr(port, name)))
+    assert _fails(port, case)
+

@@ -1,21 +1,59 @@
-"""JAX adapter: a ``jax.numpy`` port of sinusoidal.table, sinusoidal.fairseq, grid2d.sincos,
-learned.lookup, rope.inv_freq (every rope_type but longrope), rope.cos_sin, rope.apply, rope.scores
-(with xPos weights), rope.xpos, rope.mrope_cos_sin, alibi.slopes, alibi.bias, alibi.mask_positions,
-t5.bucket, t5.bias, deberta.bucket, deberta.index, deberta.scores, shaw.index, shaw.logits,
-shaw.output, and attention through ``jax.nn.dot_product_attention``. Not ported
-(not_applicable): rope.longrope_inv_freq, transformer_xl.*, resample.*, attention.terms, attention.pipeline.
+"""JAX adapter: a ``jax.numpy`` port of every op, with JAX's own library functions where one exists.
+
+=============================  ==================================================================
+op                             computed by
+=============================  ==================================================================
+sinusoidal.*, grid2d.sincos,   ``jax.numpy`` port (``learned.lookup``: ``jnp.take(mode="clip")``)
+learned.lookup
+rope.inv_freq (every           ``jax.numpy`` port of transformers' init functions; LongRoPE is
+rope_type but longrope),       ``rope.longrope_inv_freq`` (``1 / (e_i * base ** (2i/d))``, the
+rope.longrope_inv_freq         factor list and attention factor chosen by the wrapper)
+rope.cos_sin, rope.apply,      ``jax.numpy`` port
+rope.scores, rope.xpos,
+rope.mrope_cos_sin
+alibi.*, t5.*, deberta.*,      ``jax.numpy`` port
+shaw.*
+transformer_xl.score           ``jax.numpy`` port: ``R = [sin | cos]`` of ``p_i - p_j`` as
+                               Transformer-XL's ``PositionalEmbedding``, by direct indexing
+transformer_xl.rel_shift       ``jax.numpy`` port of the codebase's pad-and-reshape shift
+resample.*                     ``jax.image.scale_and_translate``: ``"cubic-pytorch"`` (a=-0.75,
+                               edges replicated) without antialias, ``"cubic"`` (a=-0.5) with it,
+                               ``"linear"`` for bilinear; align corners through its scale and
+                               translation; other kernel parameters are not_applicable (below)
+attention, attention.*         ``jax.nn.dot_product_attention`` for the output (float32, float16,
+                               bfloat16), a ``jax.numpy`` softmax port for the weights; the
+                               scheme is the port's own: RoPE on q and k at their positions
+                               (``attention.rope``, the RoPE block's whole-pipeline parity case),
+                               the ALiBi and T5 biases, Shaw's and Transformer-XL's terms
+attention.pipeline             ``jax.numpy`` embedding, projections and head split around the same
+                               attention
+=============================  ==================================================================
+
+``resample.*``: ``jax.image`` has a cubic with a=-0.5 only antialiased ("cubic"; "cubic-pytorch"
+falls back to it when antialiased) and a cubic that replicates the edges as PyTorch does only with
+a=-0.75 and no antialias ("cubic-pytorch"; plain "cubic" renormalises the edge weights), so bicubic
+with ``antialias="on"`` and ``cubic_a=-0.75``, or ``"off"`` and ``-0.5``, is not_applicable.
+``"linear"`` without antialias renormalises the in-range taps, which equals PyTorch's clamp of the
+source coordinate at the edges. Align corners is ``scale = (m-1)/(n-1)``, ``translation = 0.5 (1 -
+scale)`` (the ``scale_and_translate`` docstring), one output sample reading sample 0.
+
+Logits terms (``attention.terms``, ``attention.shaw``, ``attention.xl``) enter
+``dot_product_attention`` as ``scale * term`` in its ``bias``; the value term is added to its output
+as ``weights @ value_term``, with the port's weights.
 
 JAX computes in float32 unless ``jax_enable_x64`` is on, and then it *silently* downcasts a
 requested float64 to float32. So the adapter's dtype follows the flag: ``ADAPTER`` is float64
 when x64 is on and float32 when it is off; ``at_dtype("float64")`` refuses when x64 is off, and
 every run checks the dtype of what JAX returned, so the adapter never claims float64 for
-float32 values. float16 and bfloat16 are computed in float32 and rounded once at the end.
+float32 values. float16 and bfloat16 inputs are held in that dtype, computed in float32 and
+rounded once at the end, except for the library attention below.
 
 ``attention``: the output is ``jax.nn.dot_product_attention(implementation="xla")`` on q, k, v
 held in the adapter's dtype (B, T, N, H layout, GQA from the shapes, the bias and the additive
-mask as ``bias``, causal/window/padding/boolean masks resolved into ``mask``); its fully masked
-rows hold the mean of V (a finite fill),
-so ``fully_masked="zeros"``/``"nan"`` are applied to them afterwards, as a caller does. It computes
+mask as ``bias``, causal/window/padding/boolean masks resolved into ``mask``; ``attention.*`` hand
+it q and k after RoPE, ``attention.pipeline`` the projected heads, rounded to that dtype as a
+half-precision layer holds them); its fully masked rows hold the mean of V (a finite fill), so
+``fully_masked="zeros"``/``"nan"`` are applied to them afterwards, as a caller does. It computes
 its softmax in float32 whatever the input dtype (``jax/_src/nn/functions.py``,
 ``_dot_product_attention_core``: ``padded_logits.astype(np.float32)``), so the float64 adapter uses
 the port's own softmax for the output instead of claiming float64. The weights come from the port.
@@ -65,6 +103,7 @@ from posenc_adapter_shared import (  # noqa: E402
 jax = require("jax", "jax")
 jnp = jax.numpy
 
+Pair = tuple[np.ndarray, np.ndarray]  # (output, weights) of the attention ops
 DTYPES = {"float64": jnp.float64, "float32": jnp.float32, "float16": jnp.float16, "bfloat16": jnp.bfloat16}
 
 
@@ -303,12 +342,20 @@ def deberta_scores(a: Mapping[str, Any], compute: Any, out: Any) -> Any:
 
 def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any = None) -> tuple[Any, Any]:
     """(output, weights): the weights by a port of the softmax, the output by
-    ``jax.nn.dot_product_attention`` (``use_library``) or by the same port."""
+    ``jax.nn.dot_product_attention`` (``use_library``) or by the same port.
+
+    An optional ``a["term"]`` (broadcastable to (B, H, Tq, Tk)) is added to the dot product inside
+    the scale, and an optional ``a["value_term"]`` (broadcastable to (B, H, Tq, Tk, D)) to the
+    values under the weights (Shaw, Transformer-XL): the library receives ``scale * term`` in its
+    ``bias`` and the value term is added to its output as ``weights @ value_term``."""
     held = held or compute  # the dtype q, k, v and the bias are held in (the adapter's dtype)
     q, k, v = (jnp.asarray(a[n], dtype=held).astype(compute) for n in ("q", "k", "v"))
     g = a["groups"]
     keep = jnp.asarray(a["keep"])
-    logits = jnp.einsum("bhqd,bhkd->bhqk", q, jnp.repeat(k, g, axis=1)) * jnp.asarray(a["scale"], dtype=compute)
+    scale = jnp.asarray(a["scale"], dtype=compute)
+    term = a.get("term")
+    dots = jnp.einsum("bhqd,bhkd->bhqk", q, jnp.repeat(k, g, axis=1))
+    logits = (dots if term is None else dots + jnp.asarray(term).astype(compute)) * scale
     logits = logits + jnp.asarray(a["bias"], dtype=compute) + jnp.asarray(a["additive"], dtype=compute)
     logits = jnp.where(keep, logits, -jnp.inf)
     m = logits.max(axis=-1, keepdims=True)
@@ -322,9 +369,16 @@ def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any =
         weights = jnp.where(empty, jnp.nan, weights)
     elif a["policy"] == "uniform":
         weights = jnp.where(empty, 1 / tk, weights)
+    value_term = a.get("value_term")
+    extra = 0 if value_term is None else jnp.einsum(  # sum_j p_ij u_ij
+        "bhqk,bhqkd->bhqd", weights, jnp.broadcast_to(jnp.asarray(value_term).astype(compute),
+                                                      weights.shape + (v.shape[-1],)))
     if not use_library:
-        return jnp.einsum("bhqk,bhkd->bhqd", weights, jnp.repeat(v, g, axis=1)), weights
-    bias = (jnp.asarray(a["bias"]) + jnp.asarray(a["additive"])).astype(held)
+        return jnp.einsum("bhqk,bhkd->bhqd", weights, jnp.repeat(v, g, axis=1)) + extra, weights
+    bias = jnp.asarray(a["bias"]) + jnp.asarray(a["additive"])
+    if term is not None:  # the term inside the scale becomes a bias after it
+        bias = bias + jnp.asarray(term).astype(compute) * scale
+    bias = bias.astype(held)
     shape = (q.shape[0], q.shape[1], q.shape[2], tk)
     qh, kh, vh = (jnp.asarray(a[n], dtype=held) for n in ("q", "k", "v"))  # the library runs at the held dtype
     out = jax.nn.dot_product_attention(  # (B, T, N, H) layout
@@ -335,7 +389,132 @@ def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any =
         out = jnp.where(empty, 0, out)
     elif a["policy"] == "nan":
         out = jnp.where(empty, jnp.nan, out)
-    return out, weights
+    return out + extra, weights
+
+
+def longrope_inv_freq(factors: np.ndarray, dim: int, base: float, compute: Any) -> Any:
+    """LongRoPE ``1 / (e_i * base ** (2i/d))`` (P,) for the chosen factor list ``e``, as transformers
+    ``_compute_longrope_parameters`` writes it, in ``compute``."""
+    exponent = jnp.arange(0, dim, 2, dtype=compute) / dim
+    return 1 / (jnp.asarray(factors, dtype=compute) * jnp.power(jnp.asarray(base, dtype=compute), exponent))
+
+
+def xl_embedding(distance: Any, width: int, base: float, compute: Any) -> Any:
+    """Transformer-XL ``PositionalEmbedding``: ``[sin(d w) | cos(d w)]`` (*distance.shape, D_r), with
+    ``w = 1 / base ** (arange(0, D_r, 2) / D_r)``."""
+    w = 1 / jnp.power(jnp.asarray(base, dtype=compute), jnp.arange(0, width, 2, dtype=compute) / width)
+    theta = jnp.asarray(distance).astype(compute)[..., None] * w
+    return jnp.concatenate([jnp.sin(theta), jnp.cos(theta)], axis=-1)
+
+
+def xl_score(q: Any, k: Any, u: Any, v: Any, w_r: Any, distance: Any, base: float, compute: Any) -> Any:
+    """``(q_i + u) . k_j + (q_i + v) . W_R^T R_{d_ij}`` (Tq, Tk) by direct indexing of the distances."""
+    r = xl_embedding(distance, w_r.shape[0], base, compute) @ w_r  # (Tq, Tk, D)
+    return (q + u) @ k.T + jnp.einsum("qd,qkd->qk", q + v, r)
+
+
+def rel_shift(x: Any, variant: str, k_len: int) -> tuple[Any, Any]:
+    """The codebase's pad-and-reshape shift of ``BD`` (Tq, R) and where it equals direct indexing."""
+    tq, rows = x.shape
+    i, j = jnp.arange(tq)[:, None], jnp.arange(k_len)[None, :]
+    if variant == "transformer_xl":  # kimiyoung/transformer-xl _rel_shift
+        padded = jnp.concatenate([jnp.zeros((tq, 1), dtype=x.dtype), x], axis=1)  # (Tq, Tk + 1)
+        return padded.reshape(k_len + 1, tq)[1:].reshape(tq, k_len), (j <= k_len - tq + i).astype(int)
+    shifted = x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len]  # zihangdai/xlnet rel_shift
+    return shifted, (j + tq - i < rows).astype(int)
+
+
+def resample_method(kernel: str, antialias: bool, cubic_a: float) -> str | None:
+    """The ``jax.image`` method with the case's kernel, or None where jax.image has none: its
+    antialiased cubic is Keys a=-0.5 ("cubic"; "cubic-pytorch" falls back to it), its cubic without
+    antialias that replicates the edges as PyTorch does is a=-0.75 ("cubic-pytorch"; plain "cubic"
+    renormalises the edge weights instead), and "linear" is the triangle either way."""
+    if kernel == "bilinear":
+        return "linear"
+    if antialias:
+        return "cubic" if cubic_a == -0.5 else None
+    return "cubic-pytorch" if cubic_a == -0.75 else None
+
+
+def resample_geometry(n: int, m: int, step: float, align_corners: bool) -> tuple[float, float]:
+    """``jax.image.scale_and_translate``'s (scale, translation) for ``n -> m`` samples, ``step`` input
+    samples per output sample: ``1 / step`` (half-pixel centres; ``m / n``, or the scale factor);
+    align corners as its docstring says, ``(m-1)/(n-1)`` and ``0.5 (1 - scale)`` (one output sample
+    reads sample 0; one input sample is read everywhere)."""
+    if not align_corners:
+        return 1 / step, 0.0
+    if m == 1:
+        return 1.0, 0.0
+    if n == 1:
+        return float(m), 0.0
+    scale = (m - 1) / (n - 1)
+    return scale, 0.5 * (1 - scale)
+
+
+def resample(x: Any, axes: tuple[int, ...], sizes: tuple[int, ...], geometry: tuple[tuple[float, float], ...],
+             method: str, antialias: bool, compute: Any) -> Any:
+    """``jax.image.scale_and_translate`` of x along ``axes`` to ``sizes`` (scale, translation per axis)."""
+    shape = list(x.shape)
+    for axis, size in zip(axes, sizes):
+        shape[axis] = size
+    scale = jnp.asarray([g[0] for g in geometry], dtype=compute)
+    translation = jnp.asarray([g[1] for g in geometry], dtype=compute)
+    return jax.image.scale_and_translate(x.astype(compute), tuple(shape), axes, scale, translation, method,
+                                         antialias=antialias)
+
+
+def rope_qk(q: Any, k: Any, qp: np.ndarray, kp: np.ndarray, base: float, layout: str, compute: Any) -> tuple[Any, Any]:
+    """RoPE on q (B, H, Tq, D) at its positions and on k (B, Hkv, Tk, D) at its own (B|1, T)."""
+    params = {"base": base, "x_layout": "BHTD", "attention_factor": 1.0}
+    width = q.shape[-1]
+    return (rotate(q, qp, width, width, params, layout, compute), rotate(k, kp, width, width, params, layout, compute))
+
+
+def shaw_terms(q: Any, index: Any, rel_keys: Any, rel_values: Any) -> tuple[Any, Any]:
+    """Shaw's ``t_ij = q_i . A^K[r_ij]`` (B, H, Tq, Tk) and ``u_ij = A^V[r_ij]`` (Tq, Tk, D)."""
+    per_distance = q @ rel_keys.T  # (B, H, Tq, 2K + 1)
+    rows = jnp.broadcast_to(jnp.asarray(index), q.shape[:2] + index.shape)
+    return jnp.take_along_axis(per_distance, rows, axis=-1), rel_values[jnp.asarray(index)]
+
+
+def xl_terms(q: Any, k: Any, u: Any, v: Any, w_r: Any, distance: Any, base: float, compute: Any) -> Any:
+    """Transformer-XL terms (b)-(d) per head: ``u_h . k_j + (q_i + v_h) . W_{R,h}^T R_{d_ij}`` (B, H, Tq, Tk),
+    k mapped to the query heads (B, H, Tk, D), u and v (H, D), w_r (H, D_r, D)."""
+    r = jnp.einsum("qkc,hcd->hqkd", xl_embedding(distance, w_r.shape[1], base, compute), w_r)  # (H, Tq, Tk, D)
+    position = jnp.einsum("bhqd,hqkd->bhqk", q + v[:, None, :], r)  # terms (b) + (d)
+    return position + jnp.einsum("hd,bhkd->bhk", u, k)[:, :, None, :]  # term (c): u . k_j
+
+
+def split_heads(x: Any, heads: int) -> Any:
+    """(B, T, heads * D) -> (B, heads, T, D): head ``h`` owns columns ``h*D .. h*D + D - 1``."""
+    b, t, width = x.shape
+    return x.reshape(b, t, heads, width // heads).transpose(0, 2, 1, 3)
+
+
+def resample_supports(op: str, params: Mapping[str, Any]) -> bool | str:
+    """True, or why jax.image has no resampling with these parameters (not_applicable). Invalid
+    combinations run, so the wrapper's refusal is judged."""
+    if not op.startswith("resample.") or params.get("kernel") != "bicubic":
+        return True
+    antialias, a = params.get("antialias"), params.get("cubic_a")
+    if antialias == "on" and params.get("coordinates") == "half_pixel" and a != -0.5:
+        return ("jax.image's antialiased cubic is Keys a=-0.5 (scale_and_translate 'cubic'; 'cubic-pytorch' "
+                f"falls back to it with antialias=True), not a={a}")
+    if antialias == "off" and a != -0.75:
+        return ("jax.image's cubic without antialias that replicates the edges is PyTorch's a=-0.75 "
+                f"('cubic-pytorch'); its a=-0.5 'cubic' renormalises the edge weights instead, so a={a} has none")
+    return True
+
+
+class _SupportsAdapter(Adapter):
+    """An :class:`Adapter` whose ``supports`` refuses, with the reason, what jax.image cannot express."""
+
+    def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
+        if op not in self.capabilities:
+            return f"{op} not supported"
+        if op == "rope.inv_freq" and params.get("rope_type") == "longrope":
+            return "LongRoPE takes its factor lists as inputs: the port computes it as rope.longrope_inv_freq"
+        return resample_supports(op, params)
 
 
 def _checked(value: Any, dtype: str) -> np.ndarray:
@@ -480,6 +659,101 @@ def jax_port(dtype: str | None = None) -> Adapter:
                                     held=out)
         return floats(output), floats(weights)
 
+    def held(a: Any) -> Any:
+        """An input held in the adapter's dtype, computed in ``compute``."""
+        return jnp.asarray(a, dtype=out).astype(compute)
+
+    def run_longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        c = checks.longrope(params, inputs)
+        return (floats(longrope_inv_freq(c["factors"], c["dim"], c["base"], compute)),
+                floats(jnp.asarray([c["a"]], dtype=compute)))
+
+    def run_xl_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        c = checks.xl_score(params, inputs)
+        q, k, u, v, w_r = (held(c[n]) for n in ("q", "k", "u", "v", "w_r"))
+        return floats(xl_score(q, k, u, v, w_r, jnp.asarray(c["distance"]), c["base"], compute))
+
+    def run_rel_shift(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        c = checks.rel_shift(params, inputs)
+        shifted, valid = rel_shift(jnp.asarray(c["x"], dtype=out), c["variant"], c["k_len"])
+        return _checked(shifted, dtype), np.asarray(valid)
+
+    def resampled(x: Any, axes: tuple[int, ...], specs: tuple[dict[str, Any], ...]) -> Any:
+        first = specs[0]
+        method = resample_method(first["kernel"], first["antialias"], first["a"])
+        if method is None:  # supports() keeps these cases away
+            raise RuntimeError(f"jax.image has no {first['kernel']} a={first['a']} with antialias={first['antialias']}")
+        geometry = tuple(resample_geometry(c["n"], c["m"], c["scale"], c["align_corners"]) for c in specs)
+        return resample(x, axes, tuple(c["m"] for c in specs), geometry, method, first["antialias"], compute)
+
+    def run_resample_weights(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        c = checks.resample_weights(params, inputs)
+        return floats(resampled(jnp.eye(c["n"], dtype=compute), (0,), (c,)))  # W @ I = W
+
+    def run_resample_1d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        c = checks.resample_table_1d(params, inputs)
+        body = resampled(held(c["rows"]), (0,), (c["axis"],))
+        return floats(jnp.concatenate([held(c["prefix"]), body], axis=0))
+
+    def run_resample_2d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        c = checks.resample_grid_2d(params, inputs)
+        body = resampled(held(c["grid"]), (0, 1), (c["height"], c["width"]))  # (m_H, m_W, D)
+        return floats(jnp.concatenate([held(c["prefix"]), body.reshape(-1, body.shape[-1])], axis=0))
+
+    def attend(a: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        output, weights = attention(a, compute, use_library=dtype != "float64", held=out)
+        return floats(output), floats(weights)
+
+    def run_terms(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
+        a = checks.attention_terms(params, inputs)
+        return attend({**a, "term": held(a["term"]), "value_term": held(a["value_term"])})
+
+    def run_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        c = checks.attention_pipeline(params, inputs)
+        pe, w_q, w_k, w_v, w_o = (held(c[n]) for n in ("pe", "w_q", "w_k", "w_v", "w_o"))
+        x = jnp.take(held(c["embedding"]), jnp.asarray(c["tokens"]), axis=0)  # (B, T, d)
+        if c["placement"] == "input":
+            x = x + pe
+        q = split_heads(x @ w_q, c["heads"])
+        k, v = split_heads(x @ w_k, c["kv_heads"]), split_heads(x @ w_v, c["kv_heads"])
+        b, t = c["tokens"].shape
+        zero = np.zeros((1, 1, 1, 1))
+        heads_out, _ = attention({"q": q, "k": k, "v": v, "groups": c["groups"], "keep": c["keep"][None, None],
+                                  "scale": c["scale"], "bias": zero, "additive": zero, "policy": "zeros",
+                                  "empty": np.zeros((b, c["heads"], t), dtype=bool)},
+                                 compute, use_library=dtype != "float64", held=out)  # (B, H, T, D)
+        y = heads_out.astype(compute).transpose(0, 2, 1, 3).reshape(b, t, -1) @ w_o
+        return floats(y + pe if c["placement"] == "after_block" else y)
+
+    def run_attention_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
+        a = checks.attention_rope(params, inputs)
+        q, k = rope_qk(held(a["q"]), held(a["k"]), a["q_positions"], a["k_positions"], a["base"], a["layout"], compute)
+        return attend({**a, "q": q, "k": k})
+
+    def run_attention_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
+        a = checks.attention_alibi(params, inputs)
+        slopes = jnp.exp2(-jnp.asarray(a["exponents"], dtype=compute))
+        return attend({**a, "bias": alibi_bias(a["q_positions"], a["k_positions"], slopes, a["form"], compute)})
+
+    def run_attention_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
+        a = checks.attention_t5(params, inputs)
+        rel = a["k_positions"][..., None, :] - a["q_positions"][..., :, None]
+        index = t5_buckets(rel, a["limit"], a["side"], a["direction"], compute)  # (..., Tq, Tk)
+        bias = jnp.moveaxis(jnp.take(jnp.asarray(a["table"], dtype=out), index, axis=0), -1, -3)  # (..., H, Tq, Tk)
+        return attend({**a, "bias": bias.astype(compute)})
+
+    def run_attention_shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
+        a = checks.attention_shaw(params, inputs)
+        term, value_term = shaw_terms(held(a["q"]), a["index"], held(a["rel_keys"]), held(a["rel_values"]))
+        return attend({**a, "term": term, "value_term": value_term})
+
+    def run_attention_xl(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
+        a = checks.attention_xl(params, inputs)
+        k_heads = jnp.repeat(held(a["k"]), a["groups"], axis=1)  # (B, H, Tk, D)
+        term = xl_terms(held(a["q"]), k_heads, held(a["u_bias"]), held(a["v_bias"]), held(a["w_r"]),
+                        jnp.asarray(a["distance"]), a["base"], compute)
+        return attend({**a, "term": term})
+
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
            "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin,
            "rope.apply": run_apply, "rope.scores": run_scores, "rope.xpos": run_xpos,
@@ -487,14 +761,27 @@ def jax_port(dtype: str | None = None) -> Adapter:
            "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
            "deberta.bucket": run_deberta_bucket,
            "deberta.index": run_deberta_index, "deberta.scores": run_deberta_scores, "shaw.index": run_shaw_index,
-           "shaw.logits": run_shaw_logits, "shaw.output": run_shaw_output, "attention": run_attention}
+           "shaw.logits": run_shaw_logits, "shaw.output": run_shaw_output, "attention": run_attention,
+           "rope.longrope_inv_freq": run_longrope, "transformer_xl.score": run_xl_score,
+           "transformer_xl.rel_shift": run_rel_shift, "resample.weights": run_resample_weights,
+           "resample.table_1d": run_resample_1d, "resample.grid_2d": run_resample_2d, "attention.terms": run_terms,
+           "attention.pipeline": run_pipeline, "attention.rope": run_attention_rope,
+           "attention.alibi": run_attention_alibi, "attention.t5": run_attention_t5,
+           "attention.shaw": run_attention_shaw, "attention.xl": run_attention_xl}
     calls = {op: "jax.numpy port (conformance/adapters/jax_adapter.py)" for op in ops}
     calls["attention"] = ("jax.nn.dot_product_attention (implementation='xla') for the output "
                           "(float32/float16/bfloat16; its softmax is float32, so float64 uses the port), "
                           "a jax.numpy softmax port for the weights")
+    for op in ("attention.terms", "attention.pipeline", "attention.rope", "attention.alibi", "attention.t5",
+               "attention.shaw", "attention.xl"):
+        calls[op] = calls["attention"] + ", around the scheme's jax.numpy port"
+    for op in ("resample.weights", "resample.table_1d", "resample.grid_2d"):
+        calls[op] = ("jax.image.scale_and_translate ('cubic-pytorch' without antialias, 'cubic' with it, 'linear'; "
+                     "align corners through scale and translation)")
     capabilities: dict[str, dict[str, tuple[Any, ...]]] = {op: {} for op in ops}
-    capabilities["rope.inv_freq"] = {"rope_type": checks.INV_FREQ_TYPES}  # longrope: not ported
-    return Adapter("jax-port", f"jax {jax.__version__}", dtype, ops, capabilities, calls, jax_port, tuple(DTYPES))
+    capabilities["rope.inv_freq"] = {"rope_type": checks.INV_FREQ_TYPES}  # longrope: rope.longrope_inv_freq
+    return _SupportsAdapter("jax-port", f"jax {jax.__version__}", dtype, ops, capabilities, calls, jax_port,
+                            tuple(DTYPES))
 
 
 ADAPTER = jax_port
