@@ -59,12 +59,12 @@ done
 check jax-float64 JAX_ENABLE_X64=1 -- $A/jax_adapter.py:ADAPTER --expectations $A/jax_float64.toml
 check jax-float32 JAX_ENABLE_X64=0 -- $A/jax_adapter.py:ADAPTER --dtype float32
 for d in float16 bfloat16; do
-  check jax-$d JAX_ENABLE_X64=0 -- $A/jax_adapter.py:ADAPTER --dtype $d --expectations $A/jax_$d.toml
+  check jax-$d JAX_ENABLE_X64=0 -- $A/jax_adapter.py:ADAPTER --dtype $d
 done
 for d in float64 float32; do
   check onnxruntime-$d -- $A/onnxruntime_adapter.py:ADAPTER --dtype $d
 done
-check onnxruntime-float16 -- $A/onnxruntime_adapter.py:ADAPTER --dtype float16 --expectations $A/onnxruntime_float16.toml
+check onnxruntime-float16 -- $A/onnxruntime_adapter.py:ADAPTER --dtype float16
 
 echo "== adapter tests"
 python -m pytest -q -p no:cacheprovider tests/test_adapters_torch.py tests/test_adapters_jax.py \

@@ -54,8 +54,10 @@ Differences from common implementations
   with the ``reduction`` tolerance.
 * ``antialias="on"`` with ``coordinates="align_corners"`` is refused: PyTorch accepts it with a
   centre that mixes the two conventions, and no library listed above uses it.
-* ``jax.image.resize(antialias=False)`` renormalises edge weights like ``"on"`` but does not
-  stretch the kernel when downsampling; it is not one of the modes here.
+* ``jax.image.resize(..., "cubic", antialias=False)`` (Keys ``a = -0.5``) renormalises edge
+  weights like ``"on"`` but does not stretch the kernel when downsampling; it is not one of the
+  modes here. Its ``"cubic-pytorch"`` (``a = -0.75``) and ``"linear"`` methods with
+  ``antialias=False`` are ``antialias="off"`` (equal to 1e-15 and exactly on the corpus sizes).
 
 Derivation claims relied on: the cubic kernel interpolates (``c_a(0) = 1``, ``c_a(\pm 1) =
 c_a(\pm 2) = 0``) and its four taps sum to 1 for every ``t`` and ``a``, so a constant table

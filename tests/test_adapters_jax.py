@@ -98,7 +98,7 @@ def test_narrow_dtypes_need_no_entry_for_the_rounding_of_the_inputs(dtype):
 
     only = lambda e: e["id"] == "rope.apply.half.d64.base10000"  # noqa: E731
     assert run_conformance(ExactOnRoundedX(), spec="exact", select=only).passed
-    assert _expectations(dtype) == []
+    assert _expectations(dtype) is None  # no expectations file at float16 / bfloat16: nothing is expected to fail
     with x64(False):
         adapter = load_adapter(SPEC).at_dtype(dtype)
         run = run_conformance(adapter, spec="jax", select=only, expectations=_expectations(dtype))

@@ -308,7 +308,7 @@ MODE_PARAMS = (
                  "bilinear": "big_vision/Google ViT resample_posemb (scipy zoom order=1)"},
           doc="cubic convolution or triangle"),
     Param("cubic_a", "float", -0.75, (-0.75, -0.5),
-          users={-0.75: "PyTorch bicubic (antialias=False); OpenCV",
+          users={-0.75: "PyTorch bicubic (antialias=False); OpenCV; jax.image 'cubic-pytorch'",
                  -0.5: "PIL; jax.image.resize; PyTorch and timm with antialias=True"},
           doc="Keys' parameter a"),
     Param("antialias", "str", "off", rs.ANTIALIAS,
