@@ -47,6 +47,7 @@ done
 for d in float64 float32; do
   check torch-t5-bias-$d -- $A/torch_adapter.py:T5_BIAS --dtype $d $lib
   check torch-interpolate-$d -- $A/torch_adapter.py:INTERPOLATE --dtype $d $lib
+  check torch-vit-interpolate-$d -- $A/torch_adapter.py:VIT_INTERPOLATE --dtype $d $lib
   check torch-shaw-w2v-bert-$d -- $A/torch_adapter.py:SHAW_W2V_BERT --dtype $d $lib
 done
 for d in float64 float32 float16 bfloat16; do

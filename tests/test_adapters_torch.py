@@ -61,6 +61,8 @@ NEW_LIBRARY = [("ROPE_INIT", "float32", {"rope.inv_freq"}), ("LONGROPE", "float3
                ("SDPA", "float32", {"attention"}), ("SDPA", "bfloat16", {"attention"}),
                ("INTERPOLATE", "float64", {"resample.weights", "resample.table_1d", "resample.grid_2d"}),
                ("INTERPOLATE", "float32", {"resample.weights", "resample.table_1d", "resample.grid_2d"}),
+               ("VIT_INTERPOLATE", "float64", {"resample.grid_2d"}),
+               ("VIT_INTERPOLATE", "float32", {"resample.grid_2d"}),
                ("DEBERTA_SCORES", "float32", {"deberta.scores"}),
                ("SHAW_W2V_BERT", "float64", {"shaw.index", "shaw.logits"}),
                ("SHAW_W2V_BERT", "float32", {"shaw.index", "shaw.logits"}),
@@ -257,3 +259,15 @@ def test_deberta_scores_library_reaches_cross_attention_through_its_slots():
     assert {r.case_id: r.status for r in run.results}["deberta.scores.c2p_p2c.beyond_m"] == "pass"
     with pytest.raises(ValueError, match="computes in float32, not float64"):
         _adapter("DEBERTA_SCORES", "float32").at_dtype("float64")
+
+
+def test_vit_interpolate_runs_only_the_settings_vit_hard_codes():
+    select = lambda e: e["op"] == "resample.grid_2d"  # noqa: E731
+    run = run_conformance(_adapter("VIT_INTERPOLATE", "float64"), spec="vit", select=select)
+    passed = {r.case_id for r in run.results if r.status == "pass"}
+    assert {"resample.grid_2d.up14to16.torch", "resample.grid_2d.down16to14.torch",
+            "resample.grid_2d.size.13to15"} <= passed
+    na = {r.case_id: r.message for r in run.results if r.status == "not_applicable"}
+    assert "'antialias': 'on'" in na["resample.grid_2d.up14to16.timm"]
+    assert "'num_prefix_tokens': 2" in na["resample.grid_2d.non_square.6x9to11x4.prefix2"]
+    assert "'size_from': 'scale_factor'" in na["resample.grid_2d.dino.scale_factor.14to16"]

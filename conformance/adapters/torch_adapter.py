@@ -51,6 +51,9 @@ adapter              op                    library function called              
 ``INTERPOLATE``      resample.*            ``torch.nn.functional.interpolate`` (bicubic, bilinear,    float64, float32
                                            ``antialias``, ``align_corners``, ``size`` or
                                            ``scale_factor``) [6]_
+``VIT_INTERPOLATE``  resample.grid_2d      ViT ``ViTEmbeddings.interpolate_pos_encoding`` (square   float64, float32
+                     (ViT settings)        grid, one CLS row, bicubic ``align_corners=False`` to a
+                                           size, no antialias; other settings not_applicable)
 ``DEBERTA_SCORES``   deberta.scores        DeBERTa-v2 ``DisentangledSelfAttention``                   float32 [7]_
                      (distance_clamp none) ``.disentangled_attention_bias`` (``share_att_key``,
                                            ``pos_att_type``, ``scaled_size_sqrt``) on
@@ -939,6 +942,51 @@ def interpolate(dtype: str = "float64") -> Adapter:
     ops = _resample(TORCH_DTYPES[dtype])
     return _SupportsAdapter("torch-interpolate", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
                             {op: call for op in ops}, interpolate, ("float64", "float32"), supports=_resample_supports)
+
+
+VIT_RESAMPLE = {"kernel": "bicubic", "cubic_a": -0.75, "antialias": "off", "coordinates": "half_pixel",
+                "size_from": "size", "num_prefix_tokens": 1}
+"""The ``resample.grid_2d`` settings ViT's ``interpolate_pos_encoding`` hard-codes (one CLS row, bicubic
+``align_corners=False`` to a size, no antialias)."""
+
+
+def _vit_supports(op: str, params: Mapping[str, Any]) -> bool | str:
+    if op != "resample.grid_2d":
+        return f"{op} not supported"
+    fixed = {name: params.get(name) for name in VIT_RESAMPLE if params.get(name) != VIT_RESAMPLE[name]}
+    if fixed:
+        return f"ViT interpolate_pos_encoding fixes {VIT_RESAMPLE}; the case has {fixed}"
+    if params.get("grid_height") != params.get("grid_width"):
+        return "ViT interpolate_pos_encoding reads a square source grid (sqrt of the patch count)"
+    return True
+
+
+def _vit_interpolate(compute: Any) -> Any:
+    def grid_2d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        from transformers import ViTConfig
+        from transformers.models.vit.modeling_vit import ViTEmbeddings
+
+        a = checks.resample_grid_2d(params, inputs)
+        side, dim = a["grid"].shape[0], a["grid"].shape[2]
+        new_h, new_w = a["height"]["m"], a["width"]["m"]
+        # patch_size 1: an image of side n has n x n patches, and height // patch_size is the new grid height
+        config = ViTConfig(hidden_size=dim, image_size=side, patch_size=1, num_attention_heads=1)
+        module = ViTEmbeddings(config).to(compute)
+        with torch.no_grad():
+            module.position_embeddings.copy_(torch.from_numpy(np.asarray(inputs["table"], dtype=np.float64))[None])
+            embeddings = torch.zeros(1, 1 + new_h * new_w, dim, dtype=compute)
+            return _numpy(module.interpolate_pos_encoding(embeddings, new_h, new_w)[0])
+
+    return grid_2d
+
+
+def vit_interpolate(dtype: str = "float64") -> Adapter:
+    call = ("transformers ViTEmbeddings.interpolate_pos_encoding (position_embeddings = the case's table, "
+            "patch_size 1, height/width = the new grid)")
+    ops = {"resample.grid_2d": _vit_interpolate(TORCH_DTYPES[dtype])}
+    return _SupportsAdapter("transformers-vit-interpolate", _version(), dtype, ops, {"resample.grid_2d": {}},
+                            {"resample.grid_2d": call}, vit_interpolate, ("float64", "float32"),
+                            supports=_vit_supports)
 
 
 def sdpa(dtype: str = "float64") -> Adapter:
@@ -1835,6 +1883,7 @@ MPT_ALIBI = mpt_alibi
 SDPA = sdpa
 LONGROPE = longrope
 INTERPOLATE = interpolate
+VIT_INTERPOLATE = vit_interpolate
 DEBERTA_SCORES = deberta_scores
 SHAW_W2V_BERT = shaw_w2v_bert
 REL_SHIFT = rel_shift
