@@ -553,12 +553,7 @@ def _llama_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
 
 
 def _t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-    direction = choice("direction", params["direction"], ("bidirectional", "unidirectional"))
-    buckets = integer("num_buckets", params["num_buckets"], 1)
-    distance = integer("max_distance", params["max_distance"], 1)
-    exact = buckets // 2 // 2 if direction == "bidirectional" else buckets // 2
-    if exact < 1 or distance <= exact:  # log(0) and log(max_distance / max_exact) <= 0
-        raise _invalid(f"num_buckets={buckets}, max_distance={distance}: need an exact region >= 1 below max_distance")
+    direction, buckets, distance, _ = _t5_params(params)
     rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
     t5 = _transformers("t5.modeling_t5")
     buckets_of = t5.T5Attention._relative_position_bucket
@@ -568,24 +563,14 @@ def _t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> n
 
 def _t5_compute_bias(compute: Any) -> Any:
     def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
-        direction, buckets, distance, _ = _t5_params(params)
-        table = np.asarray(inputs["table"], dtype=np.float64)
-        per_bucket = table if layout == "buckets_heads" else table.T
-        if table.ndim != 2 or per_bucket.shape[0] != buckets:
-            raise _shape(f"table must be (num_buckets, H) or (H, num_buckets) with num_buckets={buckets}, "
-                         f"got shape {table.shape}")
-        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
-                                                                                     inputs["key_positions"])
-        if qp.shape[:-1] != kp.shape[:-1]:
-            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        per_bucket, qp, kp, (direction, buckets, distance, _) = _t5_bias_inputs(params, inputs)
         t5 = _transformers("t5.modeling_t5")
         heads = per_bucket.shape[1]
         config = t5.T5Config(d_model=heads, d_kv=1, num_heads=heads, relative_attention_num_buckets=buckets,
                              relative_attention_max_distance=distance, is_decoder=direction == "unidirectional")
         layer = t5.T5Attention(config, has_relative_attention_bias=True, layer_idx=0).to(compute)
         with torch.no_grad():
-            layer.relative_attention_bias.weight.copy_(torch.from_numpy(np.ascontiguousarray(per_bucket)))
+            layer.relative_attention_bias.weight.copy_(torch.from_numpy(per_bucket))
             rows = []
             for q_row, k_row in zip(qp.reshape(-1, qp.shape[-1]), kp.reshape(-1, kp.shape[-1])):
                 keys = torch.from_numpy(k_row)
@@ -1422,6 +1407,24 @@ def _t5_params(params: Mapping[str, Any]) -> tuple[str, int, int, int]:
     return direction, buckets, distance, exact
 
 
+def _t5_bias_inputs(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, tuple[str, int, int, int]]:
+    """``t5.bias`` after the wrapper's checks: the table as contiguous (N, H), query and key
+    positions, and :func:`_t5_params`."""
+    layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
+    conventions = _t5_params(params)
+    table = np.asarray(inputs["table"], dtype=np.float64)
+    per_bucket = table if layout == "buckets_heads" else table.T
+    if table.ndim != 2 or per_bucket.shape[0] != conventions[1]:
+        raise _shape(f"table must be (num_buckets, H) or (H, num_buckets) with num_buckets={conventions[1]}, "
+                     f"got shape {table.shape}")
+    qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                 inputs["key_positions"])
+    if qp.shape[:-1] != kp.shape[:-1]:
+        raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+    return np.ascontiguousarray(per_bucket), qp, kp, conventions
+
+
 def port_t5_bucket(rel: Any, direction: str, buckets: int, distance: int, exact: int) -> Any:
     """T5 buckets of ``r = j - i`` in torch: the log region floors in float64, capped at the last bucket."""
     side = buckets // 2 if direction == "bidirectional" else buckets
@@ -1688,18 +1691,8 @@ def torch_port(dtype: str = "float64") -> Adapter:
         return _numpy(port_t5_bucket(torch.from_numpy(rel), *conventions))
 
     def t5_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
-        conventions = _t5_params(params)
-        table = np.asarray(inputs["table"], dtype=np.float64)
-        per_bucket = table if layout == "buckets_heads" else table.T
-        if table.ndim != 2 or per_bucket.shape[0] != conventions[1]:
-            raise _shape(f"table must be (num_buckets, H) or (H, num_buckets) with num_buckets={conventions[1]}, "
-                         f"got shape {table.shape}")
-        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
-                                                                                     inputs["key_positions"])
-        if qp.shape[:-1] != kp.shape[:-1]:
-            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
-        return _numpy(port_t5_bias(qp, kp, torch.from_numpy(np.ascontiguousarray(per_bucket)).to(out), conventions))
+        per_bucket, qp, kp, conventions = _t5_bias_inputs(params, inputs)
+        return _numpy(port_t5_bias(qp, kp, torch.from_numpy(per_bucket).to(out), conventions))
 
     def alibi_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         heads = _alibi_slopes_check(params)
