@@ -36,35 +36,39 @@ SIGN = Param(
 K_PARAM = Param("max_relative_position", "int", doc="clipping distance K >= 1; tables have 2K + 1 rows")
 
 
+def _shaw_logits_magnitude(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
+    """sum over the terms q_i k_i and q_i A^K_i of their absolute values: the op on |inputs|."""
+    return sh.shaw_logits(np.abs(inputs["q"]), np.abs(inputs["k"]), np.abs(inputs["rel_keys"]),
+                          inputs["q_positions"], inputs["k_positions"], **params)
+
+
+def _shaw_output_magnitude(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
+    """sum over the terms alpha v and alpha A^V of their absolute values: the op on |inputs|."""
+    return sh.shaw_output(np.abs(inputs["weights"]), np.abs(inputs["v"]), np.abs(inputs["rel_values"]),
+                          inputs["q_positions"], inputs["k_positions"], **params)
+
+
 def _shaw_logits_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
     # two dot products of length D, then one addition: D + 3 roundings on each product's path
-    magnitude = sh.shaw_logits(np.abs(inputs["q"]), np.abs(inputs["k"]), np.abs(inputs["rel_keys"]),
-                               inputs["q_positions"], inputs["k_positions"], **params)
-    scale: NDArray[np.float64] = (np.asarray(inputs["q"]).shape[1] + 3) * magnitude
+    scale: NDArray[np.float64] = (np.asarray(inputs["q"]).shape[1] + 3) * _shaw_logits_magnitude(params, inputs)
     return scale
 
 
 def _shaw_output_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
     # sums over Tk keys and over the 2K + 1 rows, then one addition
-    magnitude = sh.shaw_output(np.abs(inputs["weights"]), np.abs(inputs["v"]), np.abs(inputs["rel_values"]),
-                               inputs["q_positions"], inputs["k_positions"], **params)
     length = np.asarray(inputs["v"]).shape[0] + 2 * int(params["max_relative_position"]) + 1
-    scale: NDArray[np.float64] = (length + 3) * magnitude
+    scale: NDArray[np.float64] = (length + 3) * _shaw_output_magnitude(params, inputs)
     return scale
 
 
 def _shaw_logits_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
     # every term q_i k_i or q_i A^K_i has two value-input factors
-    magnitude = sh.shaw_logits(np.abs(inputs["q"]), np.abs(inputs["k"]), np.abs(inputs["rel_keys"]),
-                               inputs["q_positions"], inputs["k_positions"], **params)
-    return np.asarray(2.0 * magnitude, dtype=np.float64)
+    return np.asarray(2.0 * _shaw_logits_magnitude(params, inputs), dtype=np.float64)
 
 
 def _shaw_output_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
     # every term alpha v or alpha A^V has two value-input factors
-    magnitude = sh.shaw_output(np.abs(inputs["weights"]), np.abs(inputs["v"]), np.abs(inputs["rel_values"]),
-                               inputs["q_positions"], inputs["k_positions"], **params)
-    return np.asarray(2.0 * magnitude, dtype=np.float64)
+    return np.asarray(2.0 * _shaw_output_magnitude(params, inputs), dtype=np.float64)
 
 
 def _pos(*values: int) -> NDArray[np.int64]:
@@ -178,20 +182,26 @@ XL_CITATION = "Dai et al. 2019, Transformer-XL, arXiv:1901.02860, section 3.3; Y
               "arXiv:1906.08237; kimiyoung/transformer-xl mem_transformer.py; zihangdai/xlnet modeling.py"
 
 
-def _xl_score_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
-    q, k = np.abs(inputs["q"]), np.abs(inputs["k"])
-    u, v, w_r = np.abs(inputs["u"]), np.abs(inputs["v"]), np.abs(inputs["w_r"])
-    dim, dim_r = q.shape[1], w_r.shape[0]
+def _xl_distinct_rows(params: Mapping[str, Any], inputs: Inputs) -> tuple[Any, Any, NDArray[np.float64]]:
+    """The (clamped) query - key distances as ``(distinct, index of each pair's distance, |R| rows (U, D_r))``."""
     distance = np.asarray(inputs["q_positions"])[:, None] - np.asarray(inputs["k_positions"])[None, :]
     if int(params["clamp_len"]) > 0:
         distance = np.clip(distance, -params["clamp_len"], params["clamp_len"])
     distinct, inverse = np.unique(distance, return_inverse=True)
-    rows = np.abs(xl.xl_relative_embedding(distinct, dim=dim_r, base=params["base"]))  # (U, D_r)
+    rows = np.abs(xl.xl_relative_embedding(distinct, dim=np.shape(inputs["w_r"])[0], base=params["base"]))
+    return distinct, inverse.reshape(distance.shape), rows
+
+
+def _xl_score_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
+    q, k = np.abs(inputs["q"]), np.abs(inputs["k"])
+    u, v, w_r = np.abs(inputs["u"]), np.abs(inputs["v"]), np.abs(inputs["w_r"])
+    dim, dim_r = q.shape[1], w_r.shape[0]
+    distinct, inverse, rows = _xl_distinct_rows(params, inputs)  # rows (U, D_r)
     w = sinusoidal_frequencies(dim=dim_r, base=params["base"])
     theta = np.abs(distinct.astype(np.float64))[:, None] * np.concatenate([w, w])  # (U, D_r)
     # a sinusoid whose angle carries a few roundings of the frequency and of p * w: 12 |theta| + 2
     per_distance = (dim + dim_r + 4) * rows @ w_r + (12.0 * theta + 2.0) @ w_r  # (U, D)
-    position = np.take_along_axis((q + v) @ per_distance.T, inverse.reshape(distance.shape), axis=1)
+    position = np.take_along_axis((q + v) @ per_distance.T, inverse, axis=1)
     scale: NDArray[np.float64] = (dim + 3) * (q + u) @ k.T + position
     return scale
 
@@ -200,12 +210,8 @@ def _xl_score_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[
     # terms q_i k_i, u_i k_i, q_i W_ji R_j and v_i W_ji R_j: two value-input factors each
     q, k = np.abs(inputs["q"]), np.abs(inputs["k"])
     u, v, w_r = np.abs(inputs["u"]), np.abs(inputs["v"]), np.abs(inputs["w_r"])
-    distance = np.asarray(inputs["q_positions"])[:, None] - np.asarray(inputs["k_positions"])[None, :]
-    if int(params["clamp_len"]) > 0:
-        distance = np.clip(distance, -params["clamp_len"], params["clamp_len"])
-    distinct, inverse = np.unique(distance, return_inverse=True)
-    rows = np.abs(xl.xl_relative_embedding(distinct, dim=w_r.shape[0], base=params["base"]))  # (U, D_r)
-    position = np.take_along_axis((q + v) @ (rows @ w_r).T, inverse.reshape(distance.shape), axis=1)
+    _, inverse, rows = _xl_distinct_rows(params, inputs)
+    position = np.take_along_axis((q + v) @ (rows @ w_r).T, inverse, axis=1)
     return np.asarray(2.0 * ((q + u) @ k.T + position), dtype=np.float64)
 
 
