@@ -100,15 +100,9 @@ def _part(array: Any, b: int, h: int, rows: slice) -> Any:
     ]
 
 
-def _positions(positions: Any, b: int, rows: slice | None) -> Any:
-    if positions is None:
-        return None
-    part = positions if positions.ndim == 1 else positions[b : b + 1] if positions.shape[0] > 1 else positions
-    return part if rows is None else part[..., rows]
-
-
 def tiles(p: Pass, width: int) -> Iterator[tuple[tuple[int, int, slice], Pass]]:
-    """The tiles of a pass, in (b, h, first row) order, each as its own one-head pass.
+    """The tiles of a pass without a logits term (see :func:`tileable`), in (b, h, first row) order,
+    each as its own one-head pass.
 
     ``width`` is how many keys the computation holds at once (all of them for the direct path,
     one key block for the blockwise path): a tile has ``TILE_LOGITS // width`` rows.
@@ -128,8 +122,8 @@ def tiles(p: Pass, width: int) -> Iterator[tuple[tuple[int, int, slice], Pass]]:
                     keep=_part(p.keep, i, j, rows),
                     additive=_part(p.additive, i, j, rows),
                     bias=_part(p.bias, i, j, rows),
-                    q_positions=_positions(p.q_positions, i, rows),
-                    k_positions=_positions(p.k_positions, i, None),
+                    q_positions=None,  # read only by a logits_term, and passes with one are never tiled
+                    k_positions=None,
                     origin=(i, j, start),
                 )
 
