@@ -20,16 +20,16 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.runner.emulation import absolute, attention, bias, relative, rope
+from posenc_ref.runner.emulation import alibi, attention, rope, shaw, sinusoidal
 from posenc_ref.runner.emulation._common import Emulation, round_bfloat16, to_dtype
 from posenc_ref.tolerance import Dtype
 
 EMULATIONS: Final[dict[str, Emulation]] = {
-    **absolute.EMULATIONS,
+    **sinusoidal.EMULATIONS,
     **attention.EMULATIONS,
-    **relative.EMULATIONS,
+    **shaw.EMULATIONS,
     **rope.EMULATIONS,
-    **bias.EMULATIONS,
+    **alibi.EMULATIONS,
 }
 
 __all__ = ["EMULATIONS", "emulate", "round_bfloat16", "to_dtype"]

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from posenc_ref.runner.mutants import absolute, attention, bias, relative, rope
+from posenc_ref.runner.mutants import alibi, attention, rope, shaw, sinusoidal
 from posenc_ref.runner.mutants._common import Mutant
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
-    *absolute.MUTANTS,
+    *sinusoidal.MUTANTS,
     *attention.MUTANTS,
-    *relative.MUTANTS,
+    *shaw.MUTANTS,
     *rope.MUTANTS,
-    *bias.MUTANTS,
+    *alibi.MUTANTS,
 )}
 
 __all__ = ["MUTANTS", "Mutant"]
