@@ -20,16 +20,34 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.runner.emulation import alibi, attention, rope, shaw, sinusoidal
+from posenc_ref.runner.emulation import (
+    alibi,
+    attention,
+    deberta,
+    grid2d,
+    learned,
+    resample,
+    rope,
+    shaw,
+    sinusoidal,
+    t5,
+    transformer_xl,
+)
 from posenc_ref.runner.emulation._common import Emulation, round_bfloat16, to_dtype
 from posenc_ref.tolerance import Dtype
 
 EMULATIONS: Final[dict[str, Emulation]] = {
     **sinusoidal.EMULATIONS,
+    **grid2d.EMULATIONS,
+    **learned.EMULATIONS,
     **attention.EMULATIONS,
     **shaw.EMULATIONS,
+    **transformer_xl.EMULATIONS,
+    **resample.EMULATIONS,
     **rope.EMULATIONS,
     **alibi.EMULATIONS,
+    **t5.EMULATIONS,
+    **deberta.EMULATIONS,
 }
 
 __all__ = ["EMULATIONS", "emulate", "round_bfloat16", "to_dtype"]

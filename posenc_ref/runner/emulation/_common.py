@@ -35,3 +35,13 @@ def lowp_frequencies(w64: NDArray[np.float64], base: float, ct: type) -> NDArray
     return frequencies
 
 
+def cast(inputs: Mapping[str, NDArray[Any]], ct: type, *names: str) -> list[NDArray[Any]]:
+    """The named inputs rounded to the compute dtype ``ct``."""
+    return [np.asarray(inputs[name]).astype(ct) for name in names]
+
+
+def sin_cos(angles: NDArray[Any], is_cos: NDArray[np.bool_], is_zero: NDArray[np.bool_]) -> NDArray[Any]:
+    """``cos`` where ``is_cos``, ``sin`` elsewhere, and exact zeros where ``is_zero`` (padding)."""
+    values: NDArray[Any] = np.where(is_cos, np.cos(angles), np.sin(angles))
+    result: NDArray[Any] = np.where(is_zero, values.dtype.type(0), values)
+    return result

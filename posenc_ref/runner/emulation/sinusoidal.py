@@ -1,4 +1,4 @@
-"""Low-precision emulations of the absolute-position ops (calibration only; see the package docs).
+"""Low-precision emulations of the sinusoidal ops (calibration only; see the package docs).
 
 Which column holds which frequency, and whether it is a sine, a cosine or zero padding, is read
 off the float64 reference itself (its phases at a unit position and its values at position 0),
@@ -13,14 +13,8 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref import grid2d, learned, sinusoidal
-from posenc_ref.runner.emulation._common import Emulation, lowp_frequencies
-
-
-def _sin_cos(angles: NDArray[Any], is_cos: NDArray[np.bool_], is_zero: NDArray[np.bool_]) -> NDArray[Any]:
-    values: NDArray[Any] = np.where(is_cos, np.cos(angles), np.sin(angles))
-    result: NDArray[Any] = np.where(is_zero, values.dtype.type(0), values)
-    return result
+from posenc_ref import sinusoidal
+from posenc_ref.runner.emulation._common import Emulation, lowp_frequencies, sin_cos
 
 
 def _sinusoid_columns(params: Mapping[str, Any]) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
@@ -35,7 +29,7 @@ def _sinusoid(positions: NDArray[Any], params: Mapping[str, Any], ct: type, at: 
     w, is_cos, is_zero = _sinusoid_columns(params)
     w_lowp: NDArray[Any] = lowp_frequencies(w, float(params.get("base", 10000.0)), ct).astype(at)
     pos: NDArray[Any] = (np.asarray(positions).astype(np.int64) + int(params.get("position_offset", 0))).astype(at)
-    table: NDArray[Any] = _sin_cos(pos[..., None] * w_lowp, is_cos, is_zero).astype(ct)
+    table: NDArray[Any] = sin_cos(pos[..., None] * w_lowp, is_cos, is_zero).astype(ct)
     scaled: NDArray[Any] = table * ct(params.get("scale", 1.0))
     return scaled
 
@@ -58,33 +52,7 @@ def _fairseq(
     return {"positions": rows, "embedding": table}
 
 
-def _grid2d(
-    params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type
-) -> dict[str, NDArray[Any]]:
-    grid2d.grid_sincos_2d(inputs["ys"], inputs["xs"], **params)  # validation and errors
-    along_y = grid2d.grid_sincos_2d_angles([1], [0], **params)[0]
-    along_x = grid2d.grid_sincos_2d_angles([0], [1], **params)[0]
-    is_cos = grid2d.grid_sincos_2d([0], [0], **params)[0] == 1.0
-    base = float(params.get("base", 10000.0))
-    wy = lowp_frequencies(along_y, base, ct).astype(at) * (along_y > 0)
-    wx = lowp_frequencies(along_x, base, ct).astype(at) * (along_x > 0)
-    ys: NDArray[Any] = np.asarray(inputs["ys"]).astype(at)[..., None]
-    xs: NDArray[Any] = np.asarray(inputs["xs"]).astype(at)[..., None]
-    angles = ys * wy.astype(at) + xs * wx.astype(at)  # each column has one nonzero axis
-    return {"table": _sin_cos(angles, is_cos, np.zeros_like(is_cos)).astype(ct)}
-
-
-def _learned(
-    params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type
-) -> dict[str, NDArray[Any]]:
-    table: NDArray[Any] = np.asarray(inputs["table"]).astype(ct)
-    return {"rows": learned.learned_lookup(table, inputs["positions"], **params).astype(ct)}
-
-
 EMULATIONS: Final[dict[str, Emulation]] = {
     "sinusoidal.table": _sinusoidal_table,
     "sinusoidal.fairseq": _fairseq,
-    "grid2d.sincos": _grid2d,
-    "learned.lookup": _learned,
 }
-

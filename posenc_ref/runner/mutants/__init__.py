@@ -11,15 +11,33 @@ from __future__ import annotations
 
 from typing import Final
 
-from posenc_ref.runner.mutants import alibi, attention, rope, shaw, sinusoidal
+from posenc_ref.runner.mutants import (
+    alibi,
+    attention,
+    deberta,
+    grid2d,
+    learned,
+    resample,
+    rope,
+    shaw,
+    sinusoidal,
+    t5,
+    transformer_xl,
+)
 from posenc_ref.runner.mutants._common import Mutant
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
     *sinusoidal.MUTANTS,
+    *grid2d.MUTANTS,
+    *learned.MUTANTS,
     *attention.MUTANTS,
     *shaw.MUTANTS,
+    *transformer_xl.MUTANTS,
+    *resample.MUTANTS,
     *rope.MUTANTS,
     *alibi.MUTANTS,
+    *t5.MUTANTS,
+    *deberta.MUTANTS,
 )}
 
 __all__ = ["MUTANTS", "Mutant"]

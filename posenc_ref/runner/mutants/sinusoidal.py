@@ -1,4 +1,4 @@
-"""Mutants of the absolute-position ops (see :mod:`posenc_ref.runner.mutants`)."""
+"""Mutants of the sinusoidal ops (see :mod:`posenc_ref.runner.mutants`)."""
 
 from __future__ import annotations
 
@@ -54,20 +54,4 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            "vllm-project/vllm#54620; EleutherAI/gpt-neox#1003",
            ("sinusoidal.table", "sinusoidal.fairseq", "grid2d.sincos"), _float16_angles, dtype="float32",
            diagnosis="float16 angles"),
-    Mutant("learned-offset-ignored", "BART/OPT's offset of 2 left out of the table lookup",
-           "huggingface/transformers#20761", ("learned.lookup",),
-           with_params(lambda op, params: params.update(offset=0)), diagnosis="offset=0"),
-    Mutant("learned-clamp-instead-of-error", "out-of-range learned positions clamped silently",
-           "jax.numpy indexing; microsoft/onnxruntime#10234",
-           ("learned.lookup",), with_params(swap("out_of_range", {"error": "clamp"}))),
-    Mutant("grid2d-axes-swapped", "x and y halves of a 2-D encoding exchanged",
-           "facebookresearch/mae#18; huggingface/transformers#41380",
-           ("grid2d.sincos",), with_params(swap("axis_order", {"x_first": "y_first", "y_first": "x_first"})),
-           diagnosis="axis_order="),
-    Mutant("grid2d-blocks-timm", "timm's [sin|sin|cos|cos] blocks where per-axis [sin|cos] is meant",
-           "timm build_sincos2d_pos_embed interleave_sin_cos",
-           ("grid2d.sincos",),
-           with_params(swap("block_layout", {"sin_cos": "sin_sin_cos_cos", "sin_sin_cos_cos": "sin_cos",
-                                               "interleaved": "sin_cos"})),
-           diagnosis="block_layout="),
 )
