@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from posenc_ref._attention_tiles import workers
 from posenc_ref.attention import attention
-from posenc_ref.attention_tiles import workers
 
 
 def best_of(*fns: Callable[[], Any], repeat: int = 7) -> list[float]:

@@ -93,7 +93,7 @@ Gimelshein 2018, arXiv:1805.02867): extra memory O(B H Tq (block + D)) instead o
 (B, H, Tq, Tk) weights. It equals the direct path within a few float64 ulp (a test).
 
 Calls with at least 2**21 logits and no ``logits_term`` run in query-row tiles on a pool of
-threads (:mod:`posenc_ref.attention_tiles`; ``POSENC_REF_THREADS`` sets the pool's size): the
+threads (:mod:`posenc_ref._attention_tiles`; ``POSENC_REF_THREADS`` sets the pool's size): the
 same computation per row, in cache and on several cores.
 
 Differences from common implementations
@@ -110,8 +110,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.attention_core import DEFAULT_BLOCK, F64, LogitsTerm, Pass, blockwise, direct
-from posenc_ref.attention_tiles import run, tileable
+from posenc_ref._attention_blockwise import DEFAULT_BLOCK, F64, LogitsTerm, Pass, blockwise, direct
+from posenc_ref._attention_tiles import run, tileable
 from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
 
 Alignment = Literal["top_left", "bottom_right"]

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from posenc_ref._attention_blockwise import F64, LogitsTerm
 from posenc_ref.attention import QKTransform
-from posenc_ref.attention_core import F64, LogitsTerm
 from posenc_ref.errors import SpecError, check_float_array
 from posenc_ref.rope import Layout, rope_apply
 from posenc_ref.shaw import Sign, shaw_relative_index

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from posenc_ref import attention_tiles
+from posenc_ref import _attention_tiles as attention_tiles
 from posenc_ref.attention import attention
 from posenc_ref.errors import SpecError
 from posenc_ref.tolerance import eps

@@ -15,9 +15,9 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from posenc_ref._attention_blockwise import Pass, _term
 from posenc_ref.alibi import alibi_bias
 from posenc_ref.attention import prepare_pass
-from posenc_ref.attention_core import Pass, _term
 from posenc_ref.attention_pipeline import attention_layer
 from posenc_ref.attention_positional import rope_qk, shaw_terms, xl_terms
 from posenc_ref.records.attention import attention_case, attention_terms_case

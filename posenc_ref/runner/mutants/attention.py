@@ -12,9 +12,9 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from posenc_ref._attention_blockwise import Pass
 from posenc_ref.alibi import alibi_bias
 from posenc_ref.attention import attention, prepare_pass
-from posenc_ref.attention_core import Pass
 from posenc_ref.attention_positional import rope_qk
 from posenc_ref.records.attention import attention_case, attention_terms_case
 from posenc_ref.records.attention_positional import attention_alibi_case, attention_rope_case

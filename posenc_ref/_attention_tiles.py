@@ -2,8 +2,8 @@
 
 Every query row of attention is computed from that row's logits alone, so a call can be cut
 into tiles of ``rows`` query rows of one query head (with its key/value head) and each tile
-run through the same :func:`~posenc_ref.attention_core.direct` or
-:func:`~posenc_ref.attention_core.blockwise` code as the whole call. A row goes through the
+run through the same :func:`~posenc_ref._attention_blockwise.direct` or
+:func:`~posenc_ref._attention_blockwise.blockwise` code as the whole call. A row goes through the
 same sequence of operations: the products are BLAS products on fewer rows, the reductions
 run along the same contiguous key axis. One thing may differ in the last bit: an optimized
 BLAS computes the rows at the edge of a product with other micro-kernels (OpenBLAS does, for
@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from posenc_ref.attention_core import F64, Pass
+from posenc_ref._attention_blockwise import F64, Pass
 
 TILE_LOGITS: Final = 2**19
 """Logits per tile (4 MiB in float64): about one core's L2 cache on current x86 servers."""
