@@ -187,14 +187,83 @@ def _angles(func: str, positions: Any, w: NDArray[np.float64], x_shape: tuple[in
     return angle[:, None] if x_layout == "BHTD" else angle[:, :, None]
 
 
+def rope_rotate(x: Any, cos: Any, sin: Any, /, *, layout: Layout = "half") -> NDArray[np.float64]:
+    """The RoPE rotation itself: each pair ``(u, v)`` of ``x`` turned by its ``cos`` and ``sin``.
+
+    This is the formula of the spec, written as it reads; :func:`rope_apply` and
+    :func:`rope_scores` compute the same values, bit for bit, with an in-place path that holds
+    one half-size temporary instead of four (a test).
+
+    Parameters
+    ----------
+    x
+        Queries or keys, shape (..., D); the first ``S = 2P`` channels rotate, the rest pass
+        through untouched (``partial="prefix"``).
+    cos, sin
+        The same shape, broadcastable to (..., P) against ``x``: ``a cos(p w_i)`` and
+        ``a sin(p w_i)`` (``a`` the attention factor), e.g. ``width="half"`` tables of
+        :func:`rope_cos_sin`.
+    layout
+        Which channels form pair ``i`` (module notes).
+
+    Returns
+    -------
+    ndarray, shape of x, float64
+
+    Raises
+    ------
+    SpecError
+        Non-finite or empty inputs, ``cos`` and ``sin`` of different shapes, ``2P > D``,
+        tables not broadcastable against ``x``, unknown ``layout``.
+
+    Examples
+    --------
+    A quarter turn sends ``(u, v) = (1, 0)`` to ``(0, 1)``:
+
+    >>> rope_rotate([[1.0, 0.0]], [[0.0]], [[1.0]]).tolist()
+    [[0.0, 1.0]]
+    """
+    func = "rope_rotate"
+    check_choice(func, "layout", layout, LAYOUTS)
+    values = check_float_array(func, "x", x)
+    c, s = check_float_array(func, "cos", cos), check_float_array(func, "sin", sin)
+    if c.shape != s.shape:
+        raise SpecError(f"{func}: cos and sin must have the same shape, got {c.shape} and {s.shape}",
+                        category="invalid_shape")
+    n = c.shape[-1]
+    space = 2 * n
+    if values.ndim == 0 or space > values.shape[-1]:
+        raise SpecError(f"{func}: x must have at least 2P = {space} channels for tables of P = {n} pairs, "
+                        f"got shape {values.shape}", category="invalid_shape")
+    pairs = values.shape[:-1] + (n,)
+    if c.ndim > len(pairs) or any(a not in (1, t) for a, t in zip(c.shape[::-1], pairs[::-1])):
+        raise SpecError(f"{func}: cos and sin must broadcast to the pairs of x, {pairs}, got {c.shape}",
+                        category="invalid_shape")
+    if layout == "half":
+        u, v = values[..., :n], values[..., n:space]
+    else:
+        u, v = values[..., 0:space:2], values[..., 1:space:2]
+    out = values.copy()  # Note: channels past 2P pass through untouched
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _finite
+        if layout == "interleaved":
+            out[..., 0:space:2] = u * c - v * s
+            out[..., 1:space:2] = v * c + u * s
+        else:
+            out[..., :n] = u * c - v * s
+            out[..., n:space] = v * c + u * s
+    return _finite(func, out)
+
+
 def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layout: str,
             factor: float) -> NDArray[np.float64]:
+    """:func:`rope_rotate` of ``x`` at ``angle`` with factor ``a``, through the memory-lean path."""
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by the callers' _finite
         return _rotate_pairs(x, angle, space, layout, factor)
 
 
 def _rotate_pairs(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layout: str,
                   factor: float) -> NDArray[np.float64]:
+    """The in-place form of :func:`rope_rotate`: the same products and sums, in the same order."""
     n = space // 2
     cos, sin = np.cos(angle), np.sin(angle)
     if factor != 1.0:
