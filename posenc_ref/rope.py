@@ -381,8 +381,10 @@ def rope_scores(
     if xpos_scale_base is None:
         return _finite(func, np.asarray(np.einsum("bhqd,bhkd->bhqk", qr, kr), dtype=np.float64))
     scale_base = check_float(func, "xpos_scale_base", xpos_scale_base, positive=True)
+    from posenc_ref.rope_variants import xpos_zeta  # here: rope_variants builds on this module
+
     n = space // 2
-    zeta = (2.0 * np.arange(n) + 0.4 * space) / (1.4 * space)  # (P,)
+    zeta = xpos_zeta(space)  # (P,)
     qp = check_positions(func, "q_positions", q_positions).reshape(-1, qr.shape[2])
     kp = check_positions(func, "k_positions", k_positions).reshape(-1, kr.shape[2])
     offset = (qp[:, :, None] - kp[:, None, :]).astype(np.float64)[:, None, :, :, None]  # (B|1, 1, Tq, Tk, 1)

@@ -64,6 +64,25 @@ def xpos_centre(length: int, centring: str) -> int:
     return length // 2 if centring == "lucidrains" else -(-length // 2)
 
 
+def xpos_zeta(width: int, /, *, dtype: type = np.float64) -> NDArray[Any]:
+    """xPos's base scale of each pair, ``zeta_i = (2i + 0.4 S) / (1.4 S)``, ``i = 0 .. S/2 - 1``.
+
+    ``width`` is the rotary width ``S`` (even, >= 2). ``dtype`` is float64 for the spec; the
+    runner's low-precision emulation asks for float32, every step then rounding to it.
+
+    Examples
+    --------
+    >>> xpos_zeta(4).tolist() == [0.4 * 4 / (1.4 * 4), (2 + 0.4 * 4) / (1.4 * 4)]
+    True
+    """
+    width = check_int("xpos_zeta", "width", width, minimum=2)
+    if width % 2:
+        raise SpecError(f"xpos_zeta: width must be even, got width={width}")
+    t = np.dtype(dtype).type
+    zeta: NDArray[Any] = (np.arange(width // 2, dtype=t) * t(2) + t(0.4 * width)) / t(1.4 * width)  # (P,)
+    return zeta
+
+
 def rope_xpos(
     q: Any, k: Any, positions: Any, /, *, base: float = 10000.0, scale_base: float = 512.0,
     centring: Literal["lucidrains", "torchscale"] = "lucidrains",
@@ -110,7 +129,7 @@ def rope_xpos(
                         category="invalid_shape")
     t_axis = 2 if x_layout == "BHTD" else 1
     width = qr.shape[-1]
-    zeta = (2.0 * np.arange(width // 2) + 0.4 * width) / (1.4 * width)  # (P,)
+    zeta = xpos_zeta(width)  # (P,)
     pos = check_positions(func, "positions", positions).reshape(-1, qr.shape[t_axis])
     power = (pos - xpos_centre(qr.shape[t_axis], centring)).astype(np.float64) / scale_base  # (B|1, T)
     power = power[:, None, :, None] if x_layout == "BHTD" else power[:, :, None, None]

@@ -33,10 +33,10 @@ from posenc_ref.runner.emulation import (
     t5,
     transformer_xl,
 )
-from posenc_ref.runner.emulation._common import Emulation, round_bfloat16, to_dtype
+from posenc_ref.runner.emulation._common import Emulation, NameTable, UnknownKey, round_bfloat16, to_dtype
 from posenc_ref.tolerance import Dtype
 
-EMULATIONS: Final[dict[str, Emulation]] = {
+EMULATIONS: Final[NameTable[Emulation]] = NameTable({
     **sinusoidal.EMULATIONS,
     **grid2d.EMULATIONS,
     **learned.EMULATIONS,
@@ -48,9 +48,9 @@ EMULATIONS: Final[dict[str, Emulation]] = {
     **alibi.EMULATIONS,
     **t5.EMULATIONS,
     **deberta.EMULATIONS,
-}
+}, "runner.emulation.EMULATIONS (op)")
 
-__all__ = ["EMULATIONS", "emulate", "round_bfloat16", "to_dtype"]
+__all__ = ["EMULATIONS", "NameTable", "UnknownKey", "emulate", "round_bfloat16", "to_dtype"]
 
 
 def emulate(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], *,

@@ -3,12 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.tolerance import Dtype
+
+V = TypeVar("V")
+
+
+class UnknownKey(LookupError):
+    """A name-keyed table was asked for a name it does not hold."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class NameTable(dict[str, V], Generic[V]):
+    """A table keyed by names (ops, rope types, mutants) whose unknown key fails loudly.
+
+    ``table[key]`` for a missing key raises :class:`UnknownKey` naming the table, the key and
+    the keys it holds, so a new op or ``rope_type`` that a table was not taught shows up as
+    that error, never as a fallback.
+    """
+
+    def __init__(self, entries: Mapping[str, V], what: str) -> None:
+        super().__init__(entries)
+        self.what = what
+
+    def __missing__(self, key: str) -> V:
+        raise UnknownKey(f"{self.what}: no entry for {key!r}; it holds {', '.join(map(repr, self))}")
+
 
 Emulation = Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]], type, type], dict[str, NDArray[Any]]]
 """``(params, inputs, compute dtype, angle dtype) -> outputs``."""

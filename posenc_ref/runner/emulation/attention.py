@@ -22,10 +22,11 @@ from posenc_ref.attention_pipeline import attention_layer
 from posenc_ref.attention_positional import rope_qk, shaw_terms, xl_terms
 from posenc_ref.records.attention import attention_case, attention_terms_case
 from posenc_ref.records.attention_positional import RECORDS as POSITIONAL
-from posenc_ref.runner.emulation._common import Emulation
+from posenc_ref.runner.emulation._common import Emulation, NameTable
 from posenc_ref.t5 import t5_bias
 
-OPS_BY_NAME: Final = {record.name: record for record in POSITIONAL}
+OPS_BY_NAME: Final = NameTable({record.name: record for record in POSITIONAL},
+                               "runner.emulation.attention.OPS_BY_NAME (op)")
 
 
 def _pass_lowp(p: Pass, ct: type) -> tuple[NDArray[Any], NDArray[Any]]:

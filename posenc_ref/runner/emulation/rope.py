@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope, rope_scaling, rope_variants
-from posenc_ref.runner.emulation._common import Emulation
+from posenc_ref.runner.emulation._common import Emulation, NameTable
 
 Round = Callable[[NDArray[Any]], NDArray[Any]]
 
@@ -41,42 +41,88 @@ def emulate_inv_freq(params: Mapping[str, Any], ct: type, freq_round: Round = _k
                                                                                                 float]:
     """The frequencies (``ct``), attention factor and softmax multiplier, transformers style."""
     _, factor_a, softmax = rope_scaling.rope_inv_freq(**params)  # validation; Python-float scalars
-    d, base, kind = int(params["dim"]), float(params["base"]), params["rope_type"]
-    s = float(params["factor"]) if params.get("factor") is not None else 1.0
-    if kind in ("ntk_aware", "dynamic"):
-        length = params.get("context_length") or 0
-        trained = params.get("original_max_position") or 1
-        if kind == "dynamic" and params["dynamic_convention"] == "transformers":
-            length = max(length, trained)
-        bracket = s if kind == "ntk_aware" else s * length / trained - (s - 1.0)
-        base = base * bracket ** (d / (d - 2))
-    if kind == "proportional":
-        turning = int(float(params["partial_rotary_factor"]) * d // 2)
-        w: NDArray[Any] = np.zeros(d // 2, dtype=ct)
-        w[:turning] = transformers_frequencies(base, d, ct, turning)
-        return freq_round(w / ct(s)).astype(ct), float(factor_a[0]), float(softmax[0])
-    w = freq_round(transformers_frequencies(base, d, ct))
-    if kind == "linear":
-        w = w / ct(s)
-    elif kind == "yarn":
-        truncate = bool(params["truncate"]) or params["yarn_convention"] == "vllm_deepseek"
-        low, high = rope_scaling.yarn_correction_range(
-            dim=d, base=base, original_max_position=int(params["original_max_position"]),
-            beta_fast=params["beta_fast"], beta_slow=params["beta_slow"], truncate=truncate)
-        if low == high:
-            high += 0.001
-        ramp = np.clip((np.arange(d // 2, dtype=ct) - ct(low)) / ct(high - low), 0, 1).astype(ct)
-        w = (ct(1.0) / (ct(s) / w)) * ramp + w * (ct(1.0) - ramp)
-    elif kind == "llama3":
-        original = float(params["original_max_position"])
-        low, high = float(params["low_freq_factor"]), float(params["high_freq_factor"])
-        wavelength = ct(2 * math.pi) / w
-        kept = np.where(wavelength > original / low, w / ct(s), w)
-        smooth = (ct(original) / wavelength - ct(low)) / ct(high - low)
-        blended = (ct(1.0) - smooth) * kept / ct(s) + smooth * kept
-        medium = ~(wavelength < original / high) & ~(wavelength > original / low)
-        w = np.where(medium, blended, kept)
+    w = FREQUENCIES[params["rope_type"]](params, ct, freq_round)
     return np.asarray(w, dtype=ct), float(factor_a[0]), float(softmax[0])
+
+
+def _factor(params: Mapping[str, Any]) -> float:
+    return float(params["factor"]) if params.get("factor") is not None else 1.0
+
+
+def _default(params: Mapping[str, Any], ct: type, freq_round: Round) -> NDArray[Any]:
+    return freq_round(transformers_frequencies(float(params["base"]), int(params["dim"]), ct))
+
+
+def _linear(params: Mapping[str, Any], ct: type, freq_round: Round) -> NDArray[Any]:
+    w: NDArray[Any] = _default(params, ct, freq_round) / ct(_factor(params))
+    return w
+
+
+def _base_change(params: Mapping[str, Any], ct: type, freq_round: Round) -> NDArray[Any]:
+    """ntk_aware and dynamic: the scaled base in Python float64, then the frequencies in ``ct``."""
+    d, s = int(params["dim"]), _factor(params)
+    length = params.get("context_length") or 0
+    trained = params.get("original_max_position") or 1
+    if params["rope_type"] == "dynamic" and params["dynamic_convention"] == "transformers":
+        length = max(length, trained)
+    bracket = s if params["rope_type"] == "ntk_aware" else s * length / trained - (s - 1.0)
+    base = float(params["base"]) * bracket ** (d / (d - 2))
+    return freq_round(transformers_frequencies(base, d, ct))
+
+
+def _yarn(params: Mapping[str, Any], ct: type, freq_round: Round) -> NDArray[Any]:
+    d, s, w = int(params["dim"]), _factor(params), _default(params, ct, freq_round)
+    truncate = bool(params["truncate"]) or params["yarn_convention"] == "vllm_deepseek"
+    low, high = rope_scaling.yarn_correction_range(
+        dim=d, base=float(params["base"]), original_max_position=int(params["original_max_position"]),
+        beta_fast=params["beta_fast"], beta_slow=params["beta_slow"], truncate=truncate)
+    ramp = rope_scaling.yarn_ramp(low, high, d // 2, dtype=ct)
+    blended: NDArray[Any] = (ct(1.0) / (ct(s) / w)) * ramp + w * (ct(1.0) - ramp)
+    return blended
+
+
+def _llama3(params: Mapping[str, Any], ct: type, freq_round: Round) -> NDArray[Any]:
+    s, w = _factor(params), _default(params, ct, freq_round)
+    original = float(params["original_max_position"])
+    low, high = float(params["low_freq_factor"]), float(params["high_freq_factor"])
+    wavelength = ct(2 * math.pi) / w
+    kept = np.where(wavelength > original / low, w / ct(s), w)
+    smooth = (ct(original) / wavelength - ct(low)) / ct(high - low)
+    blended = (ct(1.0) - smooth) * kept / ct(s) + smooth * kept
+    medium = ~(wavelength < original / high) & ~(wavelength > original / low)
+    result: NDArray[Any] = np.where(medium, blended, kept)
+    return result
+
+
+def _longrope_frequencies(params: Mapping[str, Any], ct: type, freq_round: Round) -> NDArray[Any]:
+    d = int(params["dim"])
+    chosen = "long_factor" if params["context_length"] > params["original_max_position"] else "short_factor"
+    ext: NDArray[Any] = np.asarray(params[chosen]).astype(ct)
+    exponent = np.arange(0, d, 2).astype(ct) / ct(d)
+    w: NDArray[Any] = freq_round(ct(1.0) / (ext * np.power(ct(params["base"]), exponent)))
+    return w
+
+
+def _proportional(params: Mapping[str, Any], ct: type, freq_round: Round) -> NDArray[Any]:
+    d, s = int(params["dim"]), _factor(params)
+    turning = int(float(params["partial_rotary_factor"]) * d // 2)
+    w: NDArray[Any] = np.zeros(d // 2, dtype=ct)
+    w[:turning] = transformers_frequencies(float(params["base"]), d, ct, turning)
+    scaled: NDArray[Any] = freq_round(w / ct(s)).astype(ct)
+    return scaled
+
+
+FREQUENCIES: Final = NameTable[Callable[[Mapping[str, Any], type, Round], NDArray[Any]]]({
+    "default": _default,
+    "linear": _linear,
+    "ntk_aware": _base_change,
+    "dynamic": _base_change,
+    "yarn": _yarn,
+    "llama3": _llama3,
+    "longrope": _longrope_frequencies,
+    "proportional": _proportional,
+}, "runner.emulation.rope.FREQUENCIES (rope_type)")
+"""Each ``rope_type``'s frequencies as transformers builds them in the compute dtype."""
 
 
 def _inv_freq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
@@ -89,11 +135,8 @@ def _inv_freq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct:
 def _longrope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
         str, NDArray[Any]]:
     _, factor_a = rope_scaling.longrope_inv_freq(inputs["short_factor"], inputs["long_factor"], **params)
-    d = int(params["dim"])
-    chosen = "long_factor" if params["context_length"] > params["original_max_position"] else "short_factor"
-    ext: NDArray[Any] = np.asarray(inputs[chosen]).astype(ct)
-    exponent = np.arange(0, d, 2).astype(ct) / ct(d)
-    w = ct(1.0) / (ext * np.power(ct(params["base"]), exponent))
+    lists = {"short_factor": inputs["short_factor"], "long_factor": inputs["long_factor"]}
+    w = _longrope_frequencies({**params, **lists}, ct, _keep)
     return {"inv_freq": w.astype(ct), "attention_factor": factor_a.astype(ct)}
 
 
@@ -147,7 +190,7 @@ def scores_lowp(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], c
         plain: NDArray[Any] = np.einsum("bhqd,bhkd->bhqk", qr, kr)
         return plain
     n = space // 2
-    zeta = ((np.arange(n, dtype=ct) * ct(2) + ct(0.4 * space)) / ct(1.4 * space)).astype(ct)
+    zeta = rope_variants.xpos_zeta(space, dtype=ct)
     qp: NDArray[Any] = np.asarray(inputs["q_positions"]).astype(ct).reshape(-1, qr.shape[2])
     kp: NDArray[Any] = np.asarray(inputs["k_positions"]).astype(ct).reshape(-1, kr.shape[2])
     # lucidrains: q scaled by zeta^((t - c)/B), k by zeta^(-(t - c)/B); c the window's centre
@@ -183,7 +226,7 @@ def _xpos(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: typ
     q, space = rotate_lowp(np.asarray(inputs["q"]), inputs["positions"], common, ct, at)
     k, _ = rotate_lowp(np.asarray(inputs["k"]), inputs["positions"], common, ct, at)
     t_axis = 2 if params["x_layout"] == "BHTD" else 1
-    zeta = ((np.arange(space // 2, dtype=ct) * ct(2) + ct(0.4 * space)) / ct(1.4 * space)).astype(ct)
+    zeta = rope_variants.xpos_zeta(space, dtype=ct)
     centre = rope_variants.xpos_centre(q.shape[t_axis], params["centring"])
     pos = np.asarray(inputs["positions"]).reshape(-1, q.shape[t_axis])
     power = ((pos - centre).astype(ct) / ct(params["scale_base"])).astype(ct)

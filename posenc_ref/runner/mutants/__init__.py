@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from posenc_ref.runner.emulation._common import NameTable
 from posenc_ref.runner.mutants import (
     alibi,
     attention,
@@ -26,7 +27,7 @@ from posenc_ref.runner.mutants import (
 )
 from posenc_ref.runner.mutants._common import Mutant
 
-MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
+MUTANTS: Final[NameTable[Mutant]] = NameTable({m.name: m for m in (
     *sinusoidal.MUTANTS,
     *grid2d.MUTANTS,
     *learned.MUTANTS,
@@ -38,6 +39,6 @@ MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in (
     *alibi.MUTANTS,
     *t5.MUTANTS,
     *deberta.MUTANTS,
-)}
+)}, "runner.mutants.MUTANTS (mutant name)")
 
 __all__ = ["MUTANTS", "Mutant"]

@@ -62,10 +62,8 @@ def _yarn_ramp_half_clamp(op: str, params: Mapping[str, Any], inputs: Mapping[st
         dim=d, base=params["base"], original_max_position=params["original_max_position"],
         beta_fast=params["beta_fast"], beta_slow=params["beta_slow"], truncate=params["truncate"])
     high = min(high, d // 2 - 1)  # the bug: d/2 - 1 instead of d - 1
-    if low == high:
-        high += 0.001
     plain = rope_scaling.rope_inv_freq(dim=d, base=params["base"])[0]
-    ramp = np.clip((np.arange(d // 2) - low) / (high - low), 0.0, 1.0)
+    ramp = rope_scaling.yarn_ramp(low, high, d // 2)
     return plain * (1 - ramp) + plain / params["factor"] * ramp, factor_a, softmax
 
 
