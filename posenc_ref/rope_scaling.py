@@ -221,10 +221,10 @@ def rope_inv_freq(
     check_choice(func, "dynamic_convention", dynamic_convention, DYNAMIC_CONVENTIONS)
     check_choice(func, "yarn_convention", yarn_convention, YARN_CONVENTIONS)
     if rope_type in _NEEDS_FACTOR or factor is not None:
-        factor = check_float(func, "factor", _required(rope_type, "factor", factor), positive=True)
+        factor = check_float(func, "factor", required(rope_type, "factor", factor), positive=True)
         if factor < 1.0 and rope_type != "longrope":
             raise SpecError(f"{func}: factor must be >= 1 for rope_type={rope_type!r}, got factor={factor!r}")
-    settings = _Settings(
+    settings = Settings(
         rope_type=rope_type, dim=dim, base=base, s=1.0 if factor is None else float(factor),
         original_max_position=original_max_position, context_length=context_length,
         low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast,
@@ -251,7 +251,7 @@ InvFreq = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
 
 
 @dataclass(frozen=True)
-class _Settings:
+class Settings:
     """The arguments of :func:`rope_inv_freq`: ``dim``, ``base`` and ``s`` checked, the rest as given."""
 
     rope_type: str
@@ -283,10 +283,10 @@ class _Settings:
 
     def original(self) -> int:
         return check_int(_FUNC, "original_max_position",
-                         _required(self.rope_type, "original_max_position", self.original_max_position), minimum=1)
+                         required(self.rope_type, "original_max_position", self.original_max_position), minimum=1)
 
     def length(self) -> int:
-        return check_int(_FUNC, "context_length", _required(self.rope_type, "context_length", self.context_length),
+        return check_int(_FUNC, "context_length", required(self.rope_type, "context_length", self.context_length),
                          minimum=1)
 
 
@@ -294,7 +294,7 @@ def _one() -> NDArray[np.float64]:
     return np.ones(1)
 
 
-def _required(rope_type: str, name: str, value: Any) -> Any:
+def required(rope_type: str, name: str, value: Any) -> Any:
     if value is None:
         alias = _TRANSFORMERS_NAME.get(name)
         also = f" (transformers: {alias})" if alias else ""
@@ -302,20 +302,20 @@ def _required(rope_type: str, name: str, value: Any) -> Any:
     return value
 
 
-def _default(a: _Settings) -> InvFreq:
+def _default(a: Settings) -> InvFreq:
     return a.plain(), _one(), _one()
 
 
-def _linear(a: _Settings) -> InvFreq:
+def _linear(a: Settings) -> InvFreq:
     return a.plain() / a.s, _one(), _one()
 
 
-def _ntk_aware(a: _Settings) -> InvFreq:
+def _ntk_aware(a: Settings) -> InvFreq:
     scaled = a.base * a.s ** (a.dim / (a.dim - 2))
     return scaled ** -((2.0 * a.pairs()) / a.dim), _one(), _one()
 
 
-def _dynamic(a: _Settings) -> InvFreq:
+def _dynamic(a: Settings) -> InvFreq:
     trained, length = a.original(), a.length()
     if a.dynamic_convention == "transformers":
         length = max(length, trained)  # Note: transformers rescales only past M
@@ -327,7 +327,7 @@ def _dynamic(a: _Settings) -> InvFreq:
     return scaled ** -((2.0 * a.pairs()) / a.dim), _one(), _one()
 
 
-def _yarn(a: _Settings) -> InvFreq:
+def _yarn(a: Settings) -> InvFreq:
     original = a.original()
     if a.base <= 1.0:
         raise SpecError(f"{_FUNC}: base must be > 1 for rope_type='yarn', got base={a.base!r}")
@@ -358,11 +358,11 @@ def _yarn(a: _Settings) -> InvFreq:
     return scaled, np.array([factor_a]), np.array([softmax])
 
 
-def _llama3(a: _Settings) -> InvFreq:
+def _llama3(a: Settings) -> InvFreq:
     original = a.original()
-    low = check_float(_FUNC, "low_freq_factor", _required(a.rope_type, "low_freq_factor", a.low_freq_factor),
+    low = check_float(_FUNC, "low_freq_factor", required(a.rope_type, "low_freq_factor", a.low_freq_factor),
                       positive=True)
-    high = check_float(_FUNC, "high_freq_factor", _required(a.rope_type, "high_freq_factor", a.high_freq_factor),
+    high = check_float(_FUNC, "high_freq_factor", required(a.rope_type, "high_freq_factor", a.high_freq_factor),
                        positive=True)
     if low >= high:
         raise SpecError(f"{_FUNC}: low_freq_factor must be < high_freq_factor, got {low!r} >= {high!r}")
@@ -374,11 +374,11 @@ def _llama3(a: _Settings) -> InvFreq:
     return scaled, _one(), _one()
 
 
-def _longrope(a: _Settings) -> InvFreq:
+def _longrope(a: Settings) -> InvFreq:
     original, length = a.original(), a.length()
     chosen = a.long_factor if length > original else a.short_factor  # Note: long only when L > L0 (transformers)
     name = "long_factor" if length > original else "short_factor"
-    ext = check_float_array(_FUNC, name, _required(a.rope_type, name, chosen), ndim=1)
+    ext = check_float_array(_FUNC, name, required(a.rope_type, name, chosen), ndim=1)
     if ext.shape != (a.dim // 2,):
         raise SpecError(f"{_FUNC}: {name} must have length dim/2 = {a.dim // 2}, got length {ext.shape[0]}")
     if (ext <= 0).any():
@@ -390,7 +390,7 @@ def _longrope(a: _Settings) -> InvFreq:
     return 1.0 / (ext * a.base ** ((2.0 * a.pairs()) / a.dim)), np.array([factor_a]), _one()
 
 
-def _proportional(a: _Settings) -> InvFreq:
+def _proportional(a: Settings) -> InvFreq:
     rho = check_float(_FUNC, "partial_rotary_factor", a.partial_rotary_factor, positive=True)
     if rho > 1.0:
         raise SpecError(f"{_FUNC}: partial_rotary_factor must be <= 1, got partial_rotary_factor={rho!r}")
@@ -399,10 +399,10 @@ def _proportional(a: _Settings) -> InvFreq:
     return np.where(i < turning, a.base ** -((2.0 * i) / a.dim), 0.0) / a.s, _one(), _one()
 
 
-class _Table(dict[str, Callable[[_Settings], InvFreq]]):
+class _Table(dict[str, Callable[[Settings], InvFreq]]):
     """The formulas by ``rope_type``; a type without one is a SpecError, never a fallback."""
 
-    def __missing__(self, rope_type: str) -> Callable[[_Settings], InvFreq]:
+    def __missing__(self, rope_type: str) -> Callable[[Settings], InvFreq]:
         raise SpecError(f"{_FUNC}: rope_type={rope_type!r} is listed in ROPE_TYPES but has no frequency formula "
                         f"in rope_scaling.VARIANTS (which has {', '.join(map(repr, self))})")
 
