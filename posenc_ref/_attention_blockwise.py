@@ -4,6 +4,16 @@ Inputs arrive validated (see :mod:`posenc_ref.attention`, whose docstring is the
 paths build the same logits in the same order, ``(q . k + t) * scale + bias + additive mask``,
 then drop the entries the boolean keep-mask removes; they differ only in how the softmax is
 accumulated.
+
+Both skip the keys that every query row of the call (or of its tile, see
+:mod:`posenc_ref._attention_tiles`) masks, as causal and windowed rows do: the direct path
+computes only the span of keys from the first to the last kept one (:func:`_live_span`), the
+blockwise path skips every key block with no kept key. A skipped block adds exp(-inf) = 0 to
+each sum, so the blockwise path gives the values it gives computing every key. The direct
+path's products and sums run over fewer keys, which can change their last bits; an ulp of a
+logit ``s`` becomes ``|s|`` ulp of its weight through exp. Skipped and unskipped results agree
+within ``(16 + 4 max|s|)`` float64 ulp of each element's magnitude ``sum_j p_ij |v_jd|``, ``s``
+the scaled logits (``tests/test_attention_skip.py``, inputs up to ten times unit scale).
 """
 
 from __future__ import annotations
@@ -20,6 +30,9 @@ from posenc_ref.errors import SpecError
 F64 = NDArray[np.float64]
 LogitsTerm = Callable[[F64, F64, NDArray[np.int64], NDArray[np.int64]], Any]
 DEFAULT_BLOCK: Final = 256
+SPAN_ALIGN: Final = 64
+"""The live key span of the direct path starts and ends on multiples of this: BLAS then computes
+each logit the same way whether the keys around the span are in the product or not."""
 
 
 @dataclass(frozen=True)
@@ -129,10 +142,40 @@ def _empty_rows(p: Pass, empty: NDArray[np.bool_], out: F64, weights: F64 | None
     # "zeros": the weights are exp(-inf) = 0 already, and so is the output
 
 
-def direct(p: Pass) -> tuple[F64, F64]:
-    """The whole (B, H, Tq, Tk) weight matrix at once; returns ``(output, weights)``."""
+def _kept_keys(p: Pass) -> NDArray[np.bool_] | None:
+    """(Tk,): whether any query row of ``p`` keeps each key; ``None`` when the keep-mask does not vary by key."""
+    if p.keep is None or p.keep.shape[-1] == 1:
+        return None
+    kept: NDArray[np.bool_] = np.asarray(p.keep.reshape(-1, p.keep.shape[-1]).any(axis=0))
+    return kept
+
+
+def _live_span(p: Pass) -> tuple[int, int]:
+    """``[lo, hi)``: the keys from the first to the last that some query row of ``p`` keeps.
+
+    Keys outside it are masked in every row: their weights are exp(-inf) = 0, so they are not
+    computed (causal and windowed rows of a tile see a band of keys). The span is widened to
+    multiples of ``SPAN_ALIGN``. ``(0, Tk)`` when the mask does not vary by key or masks every
+    key (the fully-masked policy then needs all of them).
+    """
     tk = p.k.shape[2]
-    s, u = _logits(p, 0, tk)
+    kept = _kept_keys(p)
+    where = np.flatnonzero(kept) if kept is not None else np.empty(0, dtype=np.int64)
+    if where.size == 0:
+        return 0, tk
+    lo, hi = int(where[0]) // SPAN_ALIGN * SPAN_ALIGN, -(-(int(where[-1]) + 1) // SPAN_ALIGN) * SPAN_ALIGN
+    return lo, min(hi, tk)
+
+
+def direct(p: Pass) -> tuple[F64, F64]:
+    """The whole (B, H, Tq, Tk) weight matrix at once; returns ``(output, weights)``.
+
+    Only the keys of :func:`_live_span` are computed; the weights of the others are exact zeros.
+    """
+    b, h, tq, _ = p.q.shape
+    tk = p.k.shape[2]
+    lo, hi = _live_span(p)
+    s, u = _logits(p, lo, hi)
     m = s.max(axis=-1, keepdims=True)  # (B, H, Tq, 1)
     empty = m == -np.inf
     if p.keep is not None or p.additive is not None:
@@ -142,9 +185,13 @@ def direct(p: Pass) -> tuple[F64, F64]:
     total = s.sum(axis=-1, keepdims=True)
     total[empty] = 1.0  # a fully masked row holds zeros; 0 / 1 keeps them
     s /= total
-    out = _weighted_values(p, s, 0, tk, u)
-    _empty_rows(p, empty, out, s)
-    return out, s
+    out = _weighted_values(p, s, lo, hi, u)
+    weights = s
+    if (lo, hi) != (0, tk):
+        weights = np.zeros((b, h, tq, tk))
+        weights[..., lo:hi] = s
+    _empty_rows(p, empty, out, weights)
+    return out, weights
 
 
 def blockwise(p: Pass, block: int) -> F64:
@@ -154,8 +201,11 @@ def blockwise(p: Pass, block: int) -> F64:
     m = np.full((b, h, tq, 1), -np.inf)
     total = np.zeros((b, h, tq, 1))
     acc = np.zeros((b, h, tq, d))
+    kept = _kept_keys(p)
     for start in range(0, tk, block):
         stop = min(start + block, tk)
+        if kept is not None and not kept[start:stop].any():
+            continue  # every row masks the whole block: it would add exp(-inf) = 0 to the sums
         s, u = _logits(p, start, stop)
         m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
         shift = np.where(m_new == -np.inf, 0.0, m_new)  # rows with nothing kept so far stay at zero weight
