@@ -59,12 +59,16 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from posenc_ref._rope_rotation import X_LAYOUTS as X_LAYOUTS  # public here: rope.X_LAYOUTS
+from posenc_ref._rope_rotation import finite as _finite
+from posenc_ref._rope_rotation import rotate_pairs as _rotate_pairs
+from posenc_ref._rope_rotation import validate_x as _validate_x
+from posenc_ref._rope_rotation import xpos_scores
 from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
 
 Layout = Literal["half", "interleaved", "interleaved_to_half"]
 LAYOUTS: Final = ("half", "interleaved", "interleaved_to_half")
 PARTIALS: Final = ("prefix", "proportional")
-X_LAYOUTS: Final = ("BHTD", "BTHD")
 WIDTHS: Final = ("half", "full", "full_interleaved")
 
 
@@ -131,22 +135,6 @@ def rope_layout_permutation(rotary_dim: int, /, *, from_layout: str, to_layout: 
     if to_layout == "half":  # half channel j holds interleaved channel 2j (first half) or 2(j - P) + 1
         return np.where(j < dim // 2, 2 * j, 2 * (j - dim // 2) + 1)
     return np.where(j % 2 == 0, j // 2, j // 2 + dim // 2)
-
-
-def _finite(func: str, result: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``result``, or a SpecError when finite inputs overflowed (an enormous attention_factor or x)."""
-    if not np.isfinite(result).all():
-        raise SpecError(f"{func}: the result overflows float64 (x or attention_factor too large)")
-    return result
-
-
-def _validate_x(func: str, name: str, x: Any, x_layout: str) -> NDArray[np.float64]:
-    check_choice(func, "x_layout", x_layout, X_LAYOUTS)
-    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 4 and x.size:
-        if not np.isfinite(x).all():  # Note: no float64 copy of x just to validate it
-            raise SpecError(f"{func}: {name} must be finite")
-        return x
-    return check_float_array(func, name, x, ndim=4)
 
 
 def rotary_frequencies(head_dim: int, *, base: float, rotary_dim: int | None, partial: str,
@@ -261,31 +249,6 @@ def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layo
         return _rotate_pairs(x, angle, space, layout, factor)
 
 
-def _rotate_pairs(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layout: str,
-                  factor: float) -> NDArray[np.float64]:
-    """The in-place form of :func:`rope_rotate`: the same products and sums, in the same order."""
-    n = space // 2
-    cos, sin = np.cos(angle), np.sin(angle)
-    if factor != 1.0:
-        cos *= factor
-        sin *= factor
-    if layout == "half":
-        u, v = x[..., :n], x[..., n:space]
-    else:
-        u, v = x[..., 0:space:2], x[..., 1:space:2]
-    out = np.empty_like(x)
-    out[..., space:] = x[..., space:]  # Note: prefix pass-through channels are copied untouched
-    out_u, out_v = (out[..., :n], out[..., n:space]) if layout != "interleaved" else (
-        out[..., 0:space:2], out[..., 1:space:2])
-    scratch = v * sin  # (.., P): the only temporary, half the size of x
-    np.multiply(u, cos, out=out_u)
-    out_u -= scratch
-    np.multiply(u, sin, out=scratch)
-    np.multiply(v, cos, out=out_v)
-    out_v += scratch
-    return out
-
-
 def rope_apply(
     x: Any, positions: Any, /, *, base: float = 10000.0, rotary_dim: int | None = None,
     partial: Literal["prefix", "proportional"] = "prefix", layout: Layout = "half",
@@ -381,25 +344,6 @@ def rope_scores(
     if xpos_scale_base is None:
         return _finite(func, np.asarray(np.einsum("bhqd,bhkd->bhqk", qr, kr), dtype=np.float64))
     scale_base = check_float(func, "xpos_scale_base", xpos_scale_base, positive=True)
-    from posenc_ref.rope_variants import xpos_zeta  # here: rope_variants builds on this module
-
-    n = space // 2
-    zeta = xpos_zeta(space)  # (P,)
     qp = check_positions(func, "q_positions", q_positions).reshape(-1, qr.shape[2])
     kp = check_positions(func, "k_positions", k_positions).reshape(-1, kr.shape[2])
-    offset = (qp[:, :, None] - kp[:, None, :]).astype(np.float64)[:, None, :, :, None]  # (B|1, 1, Tq, Tk, 1)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        weight = zeta ** (offset / scale_base)  # (B|1, 1, Tq, Tk, P)
-    if not np.isfinite(weight).all():  # Note: underflow to 0 is the correctly rounded tiny weight
-        raise SpecError(f"{func}: xpos_scale_base={scale_base!r} is too small for offsets up to "
-                        f"{int(np.abs(offset).max())}: the xPos weights zeta**((m - n)/B) overflow")
-    if layout == "half":
-        pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., :n], kr[..., :n]) + np.einsum(
-            "bhqp,bhkp->bhqkp", qr[..., n:space], kr[..., n:space])
-    else:
-        pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., 0:space:2], kr[..., 0:space:2]) + np.einsum(
-            "bhqp,bhkp->bhqkp", qr[..., 1:space:2], kr[..., 1:space:2])
-    rest = np.einsum("bhqd,bhkd->bhqk", qr[..., space:], kr[..., space:])
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _finite
-        scores = np.asarray((pairs * weight).sum(axis=-1) + rest, dtype=np.float64)
-    return _finite(func, scores)
+    return _finite(func, xpos_scores(func, qr, kr, qp, kp, space, layout, scale_base))
