@@ -111,8 +111,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref._attention_blockwise import DEFAULT_BLOCK, F64, LogitsTerm, Pass, blockwise, direct
+from posenc_ref._attention_masks import broadcastable as _broadcastable
+from posenc_ref._attention_masks import mask_array as _mask_array
+from posenc_ref._attention_masks import position_array as _position_array
+from posenc_ref._attention_masks import shape_error as _shape_error
+from posenc_ref._attention_masks import structural_keep as _structural_keep
 from posenc_ref._attention_tiles import run, tileable
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
+from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int
 
 Alignment = Literal["top_left", "bottom_right"]
 FullyMasked = Literal["zeros", "nan", "uniform", "error"]
@@ -121,55 +126,6 @@ FULLY_MASKED: Final = ("zeros", "nan", "uniform", "error")
 DIRECT_LIMIT: Final = 2**26
 """Above this many logits (B*H*Tq*Tk) without weights requested, the blockwise path is used."""
 QKTransform = Callable[[F64, F64, NDArray[np.int64], NDArray[np.int64]], tuple[Any, Any]]
-
-
-def _shape_error(func: str, message: str) -> SpecError:
-    return SpecError(f"{func}: {message}", category="invalid_shape")
-
-
-def _broadcastable(func: str, name: str, array: NDArray[Any], target: tuple[int, ...]) -> None:
-    if array.ndim > len(target) or any(
-        a not in (1, t) for a, t in zip(array.shape[::-1], target[::-1])
-    ):
-        raise _shape_error(func, f"{name} must be broadcastable to (B, H, Tq, Tk) = {target}, got shape {array.shape}")
-
-
-def _mask_array(func: str, mask: Any, target: tuple[int, ...]) -> NDArray[Any]:
-    """A boolean mask, or a float additive mask whose entries are finite or -inf."""
-    array = np.asarray(mask)
-    if array.dtype.kind not in "bf":
-        # Note: an integer 0/1 mask (HF attention_mask) is refused rather than read as additive
-        raise TypeError(f"{func}: mask must be boolean (True = attend) or float additive, got dtype {array.dtype}")
-    _broadcastable(func, "mask", array, target)
-    if array.dtype.kind == "b":
-        return array
-    additive = array.astype(np.float64)
-    bad = np.isnan(additive) | (additive == np.inf)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise SpecError(f"{func}: an additive mask holds finite values or -inf, got {additive[where]!r} at {where}")
-    return additive
-
-
-def _position_array(func: str, name: str, value: Any, batch: int, length: int) -> NDArray[np.int64]:
-    positions = check_positions(func, name, value, min_ndim=1)
-    rows_ok = positions.ndim == 1 or positions.shape[0] in (1, batch)
-    if positions.ndim > 2 or positions.shape[-1] != length or not rows_ok:
-        raise _shape_error(func, f"{name} must have shape ({length},) or ({batch}, {length}), got {positions.shape}")
-    return positions
-
-
-def _structural_keep(tq: int, tk: int, causal: bool, offset: int, window: int | None) -> NDArray[np.bool_] | None:
-    """(Tq, Tk) keep-mask of the causal and window rules, ``None`` when neither applies."""
-    if not causal and window is None:
-        return None
-    distance = (np.arange(tq)[:, None] + offset) - np.arange(tk)[None, :]  # (Tq, Tk): aligned query - key
-    keep = distance >= 0 if causal else np.ones((tq, tk), dtype=bool)
-    if window is not None:
-        keep &= distance < window
-        if not causal:
-            keep &= -distance < window
-    return keep
 
 
 def attention(
