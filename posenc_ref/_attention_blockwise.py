@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -106,7 +106,7 @@ def _logits(p: Pass, start: int, stop: int) -> tuple[F64, F64 | None]:
     if p.additive is not None:
         s += _keys(p.additive, start, stop)
     if p.keep is not None:
-        s = np.where(_keys(p.keep, start, stop), s, -np.inf)
+        np.copyto(s, -np.inf, where=~np.broadcast_to(_keys(p.keep, start, stop), s.shape))  # in place
     return s, u
 
 
@@ -172,6 +172,16 @@ def direct(p: Pass) -> tuple[F64, F64]:
 
     Only the keys of :func:`_live_span` are computed; the weights of the others are exact zeros.
     """
+    out, weights = _direct(p, weights=True)
+    return out, cast(F64, weights)  # built when asked for
+
+
+def direct_output(p: Pass) -> tuple[F64, None]:
+    """:func:`direct` without building the (B, H, Tq, Tk) weights; returns ``(output, None)``."""
+    return _direct(p, weights=False)[0], None
+
+
+def _direct(p: Pass, *, weights: bool) -> tuple[F64, F64 | None]:
     b, h, tq, _ = p.q.shape
     tk = p.k.shape[2]
     lo, hi = _live_span(p)
@@ -186,12 +196,14 @@ def direct(p: Pass) -> tuple[F64, F64]:
     total[empty] = 1.0  # a fully masked row holds zeros; 0 / 1 keeps them
     s /= total
     out = _weighted_values(p, s, lo, hi, u)
-    weights = s
-    if (lo, hi) != (0, tk):
-        weights = np.zeros((b, h, tq, tk))
-        weights[..., lo:hi] = s
-    _empty_rows(p, empty, out, weights)
-    return out, weights
+    full: F64 | None = None
+    if weights and (lo, hi) == (0, tk):
+        full = s
+    elif weights:
+        full = np.zeros((b, h, tq, tk))
+        full[..., lo:hi] = s
+    _empty_rows(p, empty, out, full)
+    return out, full
 
 
 def blockwise(p: Pass, block: int) -> F64:

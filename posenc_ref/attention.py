@@ -110,7 +110,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref._attention_blockwise import DEFAULT_BLOCK, F64, LogitsTerm, Pass, blockwise, direct
+from posenc_ref._attention_blockwise import DEFAULT_BLOCK, F64, LogitsTerm, Pass, blockwise, direct, direct_output
 from posenc_ref._attention_masks import broadcastable as _broadcastable
 from posenc_ref._attention_masks import mask_array as _mask_array
 from posenc_ref._attention_masks import position_array as _position_array
@@ -227,7 +227,7 @@ def attention(
         return out, weights
     b, h, tq, _ = spec.q.shape
     tk = spec.k.shape[2]
-    compute: Callable[[Pass], tuple[F64, F64 | None]] = direct
+    compute: Callable[[Pass], tuple[F64, F64 | None]] = direct_output
     width = tk
     if block_size is not None or b * h * tq * tk > DIRECT_LIMIT:
         width = min(block_size or DEFAULT_BLOCK, tk)
