@@ -18,16 +18,23 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import absolute, attention, attention_positional, bias, relative, rope
+from posenc_ref.oracle import (alibi, attention, attention_positional, deberta, grid2d, learned, resample, rope, shaw,
+                               sinusoidal, t5, transformer_xl)
 from posenc_ref.oracle._common import DPS, Oracle, to_float64
 
 ORACLES: Final[dict[str, Oracle]] = {
-    **absolute.ORACLES,
+    **sinusoidal.ORACLES,
+    **grid2d.ORACLES,
+    **learned.ORACLES,
     **attention.ORACLES,
     **attention_positional.ORACLES,
-    **relative.ORACLES,
+    **shaw.ORACLES,
+    **transformer_xl.ORACLES,
+    **resample.ORACLES,
     **rope.ORACLES,
-    **bias.ORACLES,
+    **alibi.ORACLES,
+    **t5.ORACLES,
+    **deberta.ORACLES,
 }
 
 __all__ = ["DPS", "ORACLES", "Oracle", "expected", "to_float64"]
