@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import alibi, attention, deberta, grid2d, learned, relative, rope, sinusoidal, t5
+from posenc_ref.records import (alibi, attention, deberta, grid2d, learned, resample, rope, shaw, sinusoidal, t5,
+                               transformer_xl)
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,
@@ -20,7 +21,9 @@ OPS: Final[tuple[OpRecord, ...]] = (
     *alibi.RECORDS,
     *t5.RECORDS,
     *deberta.RECORDS,
-    *relative.RECORDS,
+    *shaw.RECORDS,
+    *transformer_xl.RECORDS,
+    *resample.RECORDS,
     *attention.RECORDS,
 )
 
