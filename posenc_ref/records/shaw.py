@@ -17,6 +17,8 @@ from numpy.typing import NDArray
 from posenc_ref import shaw as sh
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.scales.shaw import (_shaw_logits_input_scale, _shaw_logits_scale, _shaw_output_input_scale,
+                                    _shaw_output_scale)
 
 Inputs = Mapping[str, NDArray[Any]]
 
@@ -29,41 +31,6 @@ SIGN = Param(
     doc="relative distance p_j - p_i or p_i - p_j",
 )
 K_PARAM = Param("max_relative_position", "int", doc="clipping distance K >= 1; tables have 2K + 1 rows")
-
-
-def _shaw_logits_magnitude(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
-    """sum over the terms q_i k_i and q_i A^K_i of their absolute values: the op on |inputs|."""
-    return sh.shaw_logits(np.abs(inputs["q"]), np.abs(inputs["k"]), np.abs(inputs["rel_keys"]),
-                          inputs["q_positions"], inputs["k_positions"], **params)
-
-
-def _shaw_output_magnitude(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
-    """sum over the terms alpha v and alpha A^V of their absolute values: the op on |inputs|."""
-    return sh.shaw_output(np.abs(inputs["weights"]), np.abs(inputs["v"]), np.abs(inputs["rel_values"]),
-                          inputs["q_positions"], inputs["k_positions"], **params)
-
-
-def _shaw_logits_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
-    # two dot products of length D, then one addition: D + 3 roundings on each product's path
-    scale: NDArray[np.float64] = (np.asarray(inputs["q"]).shape[1] + 3) * _shaw_logits_magnitude(params, inputs)
-    return scale
-
-
-def _shaw_output_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
-    # sums over Tk keys and over the 2K + 1 rows, then one addition
-    length = np.asarray(inputs["v"]).shape[0] + 2 * int(params["max_relative_position"]) + 1
-    scale: NDArray[np.float64] = (length + 3) * _shaw_output_magnitude(params, inputs)
-    return scale
-
-
-def _shaw_logits_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
-    # every term q_i k_i or q_i A^K_i has two value-input factors
-    return np.asarray(2.0 * _shaw_logits_magnitude(params, inputs), dtype=np.float64)
-
-
-def _shaw_output_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
-    # every term alpha v or alpha A^V has two value-input factors
-    return np.asarray(2.0 * _shaw_output_magnitude(params, inputs), dtype=np.float64)
 
 
 def _pos(*values: int) -> NDArray[np.int64]:
