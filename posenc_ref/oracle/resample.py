@@ -34,9 +34,10 @@ def _weights(n: int, new: int, params: Mapping[str, Any]) -> list[dict[int, mpma
     if params["size_from"] == "size":
         m, scale = new, mpmath.mpf(n) / new
     else:
-        factor = mpmath.mpf(new + float(params["scale_offset"])) / n
-        m = math.floor(float(n) * ((new + float(params["scale_offset"])) / n))  # the size, as defined in float64
-        scale = 1 / factor
+        # the float64 factor the caller passes: DINO computes w0 + 0.1 and (w0 + 0.1) / sqrt(N) in Python floats
+        factor = (new + float(params["scale_offset"])) / n
+        m = math.floor(float(n) * factor)  # the size, as defined in float64
+        scale = 1 / mpmath.mpf(factor)
     if params["coordinates"] == "align_corners":
         scale = mpmath.mpf(n - 1) / (m - 1) if m > 1 else mpmath.mpf(0)
     rows: list[dict[int, mpmath.mpf]] = []

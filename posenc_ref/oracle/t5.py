@@ -19,14 +19,11 @@ from numpy.typing import NDArray
 
 from posenc_ref.oracle._common import Oracle
 
-_NEAR: Final = mpmath.mpf(10) ** -30
-
-
 def _log_ladder(n: int, exact: int, limit: int, steps: int, rounding: str) -> int:
     """floor or ceil of steps * ln(n/exact) / ln(limit/exact), exactly."""
     value = steps * mpmath.log(mpmath.mpf(n) / exact) / mpmath.log(mpmath.mpf(limit) / exact)
     nearest = int(mpmath.nint(value))
-    if abs(value - nearest) < _NEAR:  # decide (n/E)^S against (L/E)^r in integers
+    if abs(value - nearest) < mpmath.mpf(10) ** -30:  # decide (n/E)^S against (L/E)^r in integers
         at_least = n**steps * exact**nearest >= limit**nearest * exact**steps
         at_most = n**steps * exact**nearest <= limit**nearest * exact**steps
         if rounding == "floor":

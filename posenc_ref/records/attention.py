@@ -17,8 +17,7 @@ from posenc_ref.attention_pipeline import PE_PLACEMENTS, attention_layer
 from posenc_ref.errors import ErrorCategory, SpecError
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
 from posenc_ref.records import attention_positional
-from posenc_ref.rope_scaling import rope_inv_freq
-from posenc_ref.sinusoidal import sinusoidal_table
+from posenc_ref.records.rope_scaling import exact_inv_freq
 
 F64 = NDArray[np.float64]
 
@@ -71,9 +70,9 @@ FULLY_MASKED_PARAM = Param(
     doc="what a query row with every key masked produces",
 )
 
-_DEEPSEEK_V3_MULTIPLIER = float(rope_inv_freq(
+_DEEPSEEK_V3_MULTIPLIER = float(exact_inv_freq(
     dim=64, rope_type="yarn", factor=40.0, original_max_position=4096, beta_fast=32.0, beta_slow=1.0, mscale=1.0,
-    mscale_all_dim=1.0)[2][0])
+    mscale_all_dim=1.0)["softmax_scale"][0])
 _TRUE_MASK = np.ones((1, 1, 1, 1), dtype=bool)
 _ZERO_BIAS = np.zeros((1, 1, 1, 1))
 
@@ -252,6 +251,15 @@ TERMS = OpRecord(
 )
 
 
+def _sinusoid_rows(t: int, width: int) -> F64:
+    """The sinusoid table at positions 0..t-1, correctly rounded (the oracle's twin, not the float64 reference)."""
+    from posenc_ref import oracle
+
+    params = {"dim": width, "base": 10000.0, "ladder": "paper", "layout": "interleaved", "odd_width": "error",
+              "position_offset": 0, "scale": 1.0}
+    return oracle.expected("sinusoidal.table", params, {"positions": np.arange(t)})["table"]
+
+
 def _layer_inputs(b: int, t: int, width: int, h: int, hkv: int, vocab: int) -> Any:
     head = width // h
 
@@ -259,7 +267,7 @@ def _layer_inputs(b: int, t: int, width: int, h: int, hkv: int, vocab: int) -> A
         return {
             "tokens": rng.integers(0, vocab, size=(b, t)),
             "embedding": rng.normal(size=(vocab, width)),
-            "pe": sinusoidal_table(np.arange(t), dim=width),
+            "pe": _sinusoid_rows(t, width),
             "w_q": rng.normal(scale=width**-0.5, size=(width, h * head)),
             "w_k": rng.normal(scale=width**-0.5, size=(width, hkv * head)),
             "w_v": rng.normal(scale=width**-0.5, size=(width, hkv * head)),

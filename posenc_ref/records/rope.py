@@ -23,9 +23,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope as rp
-from posenc_ref import rope_scaling as rs
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
-from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS
+from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS, exact_inv_freq
 from posenc_ref.records.rope_scaling import RECORDS as SCALING_RECORDS
 from posenc_ref.scales.rope import _apply_input_scale, _apply_phase, _scores_input_scale, _scores_phase, _table_phase
 
@@ -52,10 +51,10 @@ FACTOR_A = Param("attention_factor", "float", 1.0, doc="multiplies cos and sin (
 # --- rope.cos_sin ----------------------------------------------------------------------------
 
 def _table_inputs(positions: Any, **freq: Any) -> dict[str, NDArray[Any]]:
-    return {"positions": np.asarray(positions, dtype=np.int64), "inv_freq": rs.rope_inv_freq(**freq)[0]}
+    return {"positions": np.asarray(positions, dtype=np.int64), "inv_freq": exact_inv_freq(**freq)["inv_freq"]}
 
 
-_YARN16 = rs.rope_inv_freq(dim=128, rope_type="yarn", factor=16.0, original_max_position=4096)
+_YARN16 = exact_inv_freq(dim=128, rope_type="yarn", factor=16.0, original_max_position=4096)
 
 
 def _cos_sin_cases() -> tuple[Case, ...]:
@@ -67,8 +66,8 @@ def _cos_sin_cases() -> tuple[Case, ...]:
     cases += [Case(f"{p}.{width}.d16.positions0-15", {"width": width}, _table_inputs(np.arange(16), dim=16),
                    f"width={width}: where each column's frequency lands") for width in rp.WIDTHS]
     cases += [
-        Case(f"{p}.yarn_attention_factor_folded", {"width": "full", "attention_factor": float(_YARN16[1][0])},
-             {"positions": np.array([0, 1, 4095, 65535]), "inv_freq": _YARN16[0]},
+        Case(f"{p}.yarn_attention_factor_folded", {"width": "full", "attention_factor": float(_YARN16["attention_factor"][0])},
+             {"positions": np.array([0, 1, 4095, 65535]), "inv_freq": _YARN16["inv_freq"]},
              "YaRN s16 frequencies with attention factor 1.2773 folded into cos and sin (transformers)"),
         Case(f"{p}.positions_2d_repeated", {"width": "full"},
              _table_inputs([[0, 0, 1, 2], [5, 3, 3, 8191]], dim=32),

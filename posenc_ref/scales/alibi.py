@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import alibi as al
+from posenc_ref.scales import _exact
 
 
 def _head_factor(params: Mapping[str, Any]) -> NDArray[np.float64]:
@@ -18,11 +19,21 @@ def _head_factor(params: Mapping[str, Any]) -> NDArray[np.float64]:
     return factor
 
 
+def _slopes(params: Mapping[str, Any]) -> NDArray[np.float64]:
+    """:func:`posenc_ref.alibi.alibi_slopes`, each ``2 ** -x_h`` correctly rounded."""
+    x, _ = al.alibi_slope_ladder(num_heads=params["num_heads"], slope_rule=params.get("slope_rule", "press"),
+                                 bias_max=params.get("bias_max", 8.0))
+    return _exact.power(2.0, -x)
+
+
 def _slopes_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    return al.alibi_slopes(**params) * _head_factor(params)
+    return _slopes(params) * _head_factor(params)
 
 
 def _bias_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    bias = al.alibi_bias(inputs["query_positions"], inputs["key_positions"], **params)
-    phase: NDArray[np.float64] = np.abs(bias) * _head_factor(params)[:, None, None]
+    # |distance| exactly: one head of slope 1/2 (bias_max=1) scales it by a power of two
+    one = {**params, "num_heads": 1, "slope_rule": "press", "bias_max": 1.0}
+    distance = 2.0 * np.abs(al.alibi_bias(inputs["query_positions"], inputs["key_positions"], **one))
+    bias = _slopes(params)[:, None, None] * distance  # (..., H, Tq, Tk)
+    phase: NDArray[np.float64] = bias * _head_factor(params)[:, None, None]
     return phase

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import deberta as db
+from posenc_ref.scales import _exact
 
 
 def _scores_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
@@ -17,12 +18,12 @@ def _scores_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]])
     index = db.deberta_index(inputs["query_positions"], inputs["key_positions"],
                              **{k: v for k, v in params.items() if k != "pos_att_type"})
     q, k = np.abs(inputs["q"]), np.abs(inputs["k"])
-    size = q @ np.swapaxes(k, -1, -2)
+    size = _exact.einsum("hqd,hkd->hqk", q, k)
     if "c2p" in terms:
-        size = size + np.take_along_axis(q @ np.swapaxes(np.abs(inputs["pos_key"]), -1, -2),
+        size = size + np.take_along_axis(_exact.einsum("hqd,hrd->hqr", q, np.abs(inputs["pos_key"])),
                                          np.broadcast_to(index, (q.shape[0],) + index.shape), axis=-1)
     if "p2c" in terms:
-        rows = k @ np.swapaxes(np.abs(inputs["pos_query"]), -1, -2)
+        rows = _exact.einsum("hkd,hrd->hkr", k, np.abs(inputs["pos_query"]))
         size = size + rows[:, np.arange(k.shape[1])[None, :], index]
     phase: NDArray[np.float64] = size / math.sqrt(q.shape[-1] * (1 + len(terms)))
     return phase

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import resample as rs
+from posenc_ref.scales import _exact
 from posenc_ref.scales import Inputs
 
 
@@ -42,7 +43,7 @@ def _table_1d_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.flo
     table = np.abs(np.asarray(inputs["table"], dtype=np.float64))
     absw, err = _axis_scale(table.shape[0] - prefix, int(params["new_length"]), params)
     taps = float(absw.shape[1] if params["antialias"] == "on" else 4)
-    body = ((taps + 3) * absw + err) @ table[prefix:]
+    body = _exact.einsum("on,nd->od", (taps + 3) * absw + err, table[prefix:])
     return np.concatenate([np.zeros((prefix, table.shape[1])), body])
 
 
@@ -53,8 +54,8 @@ def _grid_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64
     wh, eh = _axis_scale(height, int(params["new_height"]), params)
     ww, ew = _axis_scale(width, int(params["new_width"]), params)
     taps = float(wh.shape[1] + ww.shape[1] + 3 if params["antialias"] == "on" else 11)
-    body = (taps * np.einsum("ph,hwd,qw->pqd", wh, grid, ww) + np.einsum("ph,hwd,qw->pqd", eh, grid, ww)
-            + np.einsum("ph,hwd,qw->pqd", wh, grid, ew))
+    body = (taps * _exact.einsum("ph,hwd,qw->pqd", wh, grid, ww) + _exact.einsum("ph,hwd,qw->pqd", eh, grid, ww)
+            + _exact.einsum("ph,hwd,qw->pqd", wh, grid, ew))
     return np.concatenate([np.zeros((prefix, table.shape[1])), body.reshape(-1, table.shape[1])])
 
 
@@ -63,7 +64,7 @@ def _table_1d_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[
     prefix = int(params["num_prefix_tokens"])
     table = np.abs(np.asarray(inputs["table"], dtype=np.float64))
     absw, _ = _axis_scale(table.shape[0] - prefix, int(params["new_length"]), params)
-    return np.concatenate([table[:prefix], absw @ table[prefix:]])
+    return np.concatenate([table[:prefix], _exact.einsum("on,nd->od", absw, table[prefix:])])
 
 
 def _grid_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
@@ -71,5 +72,5 @@ def _grid_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.f
     table = np.abs(np.asarray(inputs["table"], dtype=np.float64))
     wh, _ = _axis_scale(height, int(params["new_height"]), params)
     ww, _ = _axis_scale(width, int(params["new_width"]), params)
-    body = np.einsum("ph,hwd,qw->pqd", wh, table[prefix:].reshape(height, width, -1), ww)
+    body = _exact.einsum("ph,hwd,qw->pqd", wh, table[prefix:].reshape(height, width, -1), ww)
     return np.concatenate([table[:prefix], body.reshape(-1, table.shape[1])])

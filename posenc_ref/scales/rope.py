@@ -9,8 +9,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope as rp
-from posenc_ref import rope_scaling as rs
 from posenc_ref import rope_variants as rv
+from posenc_ref.scales import _exact
+
+
+def _frequencies(head_dim: int, params: Mapping[str, Any], func: str) -> tuple[int, NDArray[np.float64]]:
+    """:func:`posenc_ref.rope.rotary_frequencies`, each ``base ** -(2i/S)`` correctly rounded."""
+    rotary_dim, partial = params.get("rotary_dim"), params.get("partial", "prefix")
+    space, _ = rp.rotary_frequencies(head_dim, base=params["base"], rotary_dim=rotary_dim, partial=partial, func=func)
+    rd = head_dim if rotary_dim is None else int(rotary_dim)
+    i = np.arange(space // 2, dtype=np.float64)
+    return space, np.where(i < rd // 2, _exact.power(float(params["base"]), -((2.0 * i) / space)), 0.0)
 
 
 def _pair_norms(x: NDArray[np.float64], space: int, layout: str) -> NDArray[np.float64]:
@@ -18,10 +27,10 @@ def _pair_norms(x: NDArray[np.float64], space: int, layout: str) -> NDArray[np.f
     n = space // 2
     out = np.zeros_like(x)
     if layout == "half":
-        r = np.hypot(x[..., :n], x[..., n:space])
+        r = _exact.hypot(x[..., :n], x[..., n:space])
         out[..., :n], out[..., n:space] = r, r
     else:
-        r = np.hypot(x[..., 0:space:2], x[..., 1:space:2])
+        r = _exact.hypot(x[..., 0:space:2], x[..., 1:space:2])
         out[..., 0:space:2], out[..., 1:space:2] = r, r
         if layout == "interleaved_to_half":  # results land in half order
             out[..., :n], out[..., n:space] = r, r
@@ -34,11 +43,10 @@ def _abs_rotated(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[
     Same shape and axis order as ``x``; pairs and output slots as :func:`posenc_ref.rope.rope_apply`.
     """
     values = np.abs(np.asarray(x, dtype=np.float64))
-    space, w = rp.rotary_frequencies(values.shape[-1], base=params["base"], rotary_dim=params.get("rotary_dim"),
-                                     partial=params.get("partial", "prefix"), func="input_scale")
+    space, w = _frequencies(values.shape[-1], params, "input_scale")
     angle = rp._angles("input_scale", positions, w, values.shape, params["x_layout"], "positions")
     factor = float(params.get("attention_factor", 1.0))
-    cos, sin = factor * np.abs(np.cos(angle)), factor * np.abs(np.sin(angle))
+    cos, sin = factor * np.abs(_exact.cos(angle)), factor * np.abs(_exact.sin(angle))
     n, layout = space // 2, params["layout"]
     u, v = (values[..., :n], values[..., n:space]) if layout == "half" else (
         values[..., 0:space:2], values[..., 1:space:2])
@@ -61,26 +69,24 @@ def _scores_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[
     if params["x_layout"] == "BTHD":
         aq, ak = aq.transpose(0, 2, 1, 3), ak.transpose(0, 2, 1, 3)
     if params.get("xpos_scale_base") is None:
-        return np.asarray(2.0 * np.einsum("bhqd,bhkd->bhqk", aq, ak), dtype=np.float64)
-    space, _ = rp.rotary_frequencies(aq.shape[-1], base=params["base"], rotary_dim=params["rotary_dim"],
-                                     partial=params["partial"], func="input_scale")
+        return np.asarray(2.0 * _exact.einsum("bhqd,bhkd->bhqk", aq, ak), dtype=np.float64)
+    space, _ = _frequencies(aq.shape[-1], params, "input_scale")
     n = space // 2
     zeta = (2.0 * np.arange(n) + 0.4 * space) / (1.4 * space)
     qp = np.asarray(inputs["q_positions"]).reshape(-1, aq.shape[2]).astype(np.float64)
     kp = np.asarray(inputs["k_positions"]).reshape(-1, ak.shape[2]).astype(np.float64)
-    weight = zeta ** ((qp[:, :, None] - kp[:, None, :])[:, None, :, :, None] / params["xpos_scale_base"])
+    weight = _exact.power(zeta, (qp[:, :, None] - kp[:, None, :])[:, None, :, :, None] / params["xpos_scale_base"])
     first, second = (slice(0, n), slice(n, space)) if params["layout"] == "half" else (
         slice(0, space, 2), slice(1, space, 2))
-    pairs = (np.einsum("bhqp,bhkp->bhqkp", aq[..., first], ak[..., first])
-             + np.einsum("bhqp,bhkp->bhqkp", aq[..., second], ak[..., second]))
-    rest = np.einsum("bhqd,bhkd->bhqk", aq[..., space:], ak[..., space:])
-    return np.asarray(2.0 * (np.sum(pairs * weight, axis=-1) + rest), dtype=np.float64)
+    pairs = (_exact.einsum("bhqp,bhkp->bhqkp", aq[..., first], ak[..., first])
+             + _exact.einsum("bhqp,bhkp->bhqkp", aq[..., second], ak[..., second]))
+    rest = _exact.einsum("bhqd,bhkd->bhqk", aq[..., space:], ak[..., space:])
+    return np.asarray(2.0 * (_exact.einsum("bhqkp->bhqk", pairs * weight) + rest), dtype=np.float64)
 
 
 def _angle_per_channel(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any]) -> tuple[
         NDArray[np.float64], int]:
-    space, w = rp.rotary_frequencies(x.shape[-1], base=params["base"], rotary_dim=params["rotary_dim"],
-                                     partial=params["partial"], func="phase")
+    space, w = _frequencies(x.shape[-1], params, "phase")
     angle = np.abs(rp._angles("phase", positions, w, x.shape, params["x_layout"], "positions"))
     full = np.zeros(np.broadcast_shapes(angle.shape[:-1], x.shape[:-1]) + (x.shape[-1],))
     full[..., : space // 2] = angle
@@ -100,12 +106,11 @@ def _apply_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) 
 def _pair_phase(params: Mapping[str, Any], x: NDArray[np.float64], positions: NDArray[Any]) -> tuple[
         NDArray[np.float64], NDArray[np.float64], int]:
     """Per pair: ``|(u, v)|`` (B, H, T, P) and ``|p w|`` (B|1, 1, T, P), in BHTD order; and ``S``."""
-    space, w = rp.rotary_frequencies(x.shape[-1], base=params["base"], rotary_dim=params["rotary_dim"],
-                                     partial=params["partial"], func="phase")
+    space, w = _frequencies(x.shape[-1], params, "phase")
     angle = np.abs(rp._angles("phase", positions, w, x.shape, params["x_layout"], "positions"))
     n = space // 2
     u, v = (x[..., :n], x[..., n:space]) if params["layout"] == "half" else (x[..., 0:space:2], x[..., 1:space:2])
-    norm = np.hypot(u, v)
+    norm = _exact.hypot(u, v)
     if params["x_layout"] == "BTHD":
         norm, angle = norm.transpose(0, 2, 1, 3), angle.transpose(0, 2, 1, 3)
     return norm, angle, space
@@ -116,21 +121,22 @@ def _scores_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]])
     rq, aq, space = _pair_phase(params, q, inputs["q_positions"])
     rk, ak, _ = _pair_phase(params, k, inputs["k_positions"])
     if params.get("xpos_scale_base") is None:
-        total = np.einsum("bhqp,bhkp->bhqk", rq * (1.0 + aq), rk) + np.einsum("bhqp,bhkp->bhqk", rq, rk * ak)
+        total = (_exact.einsum("bhqp,bhkp->bhqk", rq * (1.0 + aq), rk)
+                 + _exact.einsum("bhqp,bhkp->bhqk", rq, rk * ak))
     else:  # pair weights zeta^x and their own rounding |x ln zeta|
         n = space // 2
         zeta = (2.0 * np.arange(n) + 0.4 * space) / (1.4 * space)
         qp = np.asarray(inputs["q_positions"]).reshape(-1, rq.shape[2]).astype(np.float64)
         kp = np.asarray(inputs["k_positions"]).reshape(-1, rk.shape[2]).astype(np.float64)
         x = (qp[:, :, None] - kp[:, None, :])[:, None, :, :, None] / params["xpos_scale_base"]
-        weight = zeta**x  # (B|1, 1, Tq, Tk, P)
-        own = weight * (1.0 + np.abs(x * np.log(zeta)))
-        total = (np.einsum("bhqp,bhkp,bhqkp->bhqk", rq * (1.0 + aq), rk, own)
-                 + np.einsum("bhqp,bhkp,bhqkp->bhqk", rq, rk * ak, weight))
+        weight = _exact.power(zeta, x)  # (B|1, 1, Tq, Tk, P)
+        own = weight * (1.0 + np.abs(x * _exact.log(zeta)))
+        total = (_exact.einsum("bhqp,bhkp,bhqkp->bhqk", rq * (1.0 + aq), rk, own)
+                 + _exact.einsum("bhqp,bhkp,bhqkp->bhqk", rq, rk * ak, weight))
     if params["x_layout"] == "BTHD":
         q, k = q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3)
-    rest = np.einsum("bhqd,bhkd->bhqk", np.abs(q[..., space:]), np.abs(k[..., space:]))
-    phase: NDArray[np.float64] = np.asarray(params["attention_factor"] ** 2 * total + rest, dtype=np.float64)
+    rest = _exact.einsum("bhqd,bhkd->bhqk", np.abs(q[..., space:]), np.abs(k[..., space:]))
+    phase: NDArray[np.float64] = np.asarray(params["attention_factor"] * params["attention_factor"] * total + rest, dtype=np.float64)
     return phase
 
 
@@ -156,7 +162,7 @@ def _xpos_phase_of(name: str) -> Any:
         power = np.abs(pos - centre) / params["scale_base"]
         power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
         # the largest scale of any pair bounds this channel's: zeta^-|power| <= (1.4/0.4)^|power|
-        bound = (1.4 / 0.4) ** power * (1.0 + power * np.log(1.4 / 0.4))
+        bound = _exact.power(1.4 / 0.4, power) * (1.0 + power * _exact.log(1.4 / 0.4))
         return np.asarray(norms * (1.0 + angle) * bound, dtype=np.float64)
     return phase
 
@@ -173,7 +179,7 @@ def _xpos_input_scale_of(name: str) -> Any:
         pos = np.asarray(inputs["positions"]).reshape(-1, x.shape[t_axis]).astype(np.float64)
         power = (pos - rv.xpos_centre(x.shape[t_axis], params["centring"])) / params["scale_base"]
         power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
-        up = zeta ** (power if name == "q" else -power)
+        up = _exact.power(zeta, power if name == "q" else -power)
         scale = np.repeat(up, 2, axis=-1) if params["layout"] == "interleaved" else np.concatenate([up, up], axis=-1)
         return np.asarray(rotated * scale, dtype=np.float64)
     return input_scale
@@ -183,7 +189,7 @@ def _mrope_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) 
     section = np.asarray(inputs["mrope_section"])
     dim = int(params["dim"])
     stream = rv.mrope_stream(dim // 2, (int(section[0]), int(section[1]), int(section[2])), params["mrope_layout"])
-    w = rs.rope_inv_freq(dim=dim, base=params["base"])[0]
+    w = _frequencies(dim, {"base": params["base"]}, "mrope_cos_sin")[1]
     pos = np.asarray(inputs["positions"], dtype=np.float64)
     angle: NDArray[np.float64] = np.moveaxis(pos[stream], 0, -1) * w
     return np.concatenate([angle, angle], axis=-1) if params["width"] == "full" else angle

@@ -9,19 +9,26 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import shaw as sh
+from posenc_ref.scales import _exact
 from posenc_ref.scales import Inputs
 
 
 def _shaw_logits_magnitude(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
     """sum over the terms q_i k_i and q_i A^K_i of their absolute values: the op on |inputs|."""
-    return sh.shaw_logits(np.abs(inputs["q"]), np.abs(inputs["k"]), np.abs(inputs["rel_keys"]),
-                          inputs["q_positions"], inputs["k_positions"], **params)
+    sh.shaw_logits(inputs["q"], inputs["k"], inputs["rel_keys"], inputs["q_positions"], inputs["k_positions"],
+                   **params)  # validates
+    index = sh.shaw_relative_index(inputs["q_positions"], inputs["k_positions"], **params)  # (Tq, Tk)
+    q, k, table = np.abs(inputs["q"]), np.abs(inputs["k"]), np.abs(inputs["rel_keys"])
+    return _exact.einsum("id,jd->ij", q, k) + _exact.einsum("id,ijd->ij", q, table[index])
 
 
 def _shaw_output_magnitude(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:
     """sum over the terms alpha v and alpha A^V of their absolute values: the op on |inputs|."""
-    return sh.shaw_output(np.abs(inputs["weights"]), np.abs(inputs["v"]), np.abs(inputs["rel_values"]),
-                          inputs["q_positions"], inputs["k_positions"], **params)
+    sh.shaw_output(inputs["weights"], inputs["v"], inputs["rel_values"], inputs["q_positions"],
+                   inputs["k_positions"], **params)  # validates
+    index = sh.shaw_relative_index(inputs["q_positions"], inputs["k_positions"], **params)  # (Tq, Tk)
+    alpha, v, table = np.abs(inputs["weights"]), np.abs(inputs["v"]), np.abs(inputs["rel_values"])
+    return _exact.einsum("ij,jd->id", alpha, v) + _exact.einsum("ij,ijd->id", alpha, table[index])
 
 
 def _shaw_logits_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:

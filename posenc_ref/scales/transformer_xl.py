@@ -9,7 +9,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import transformer_xl as xl
-from posenc_ref.sinusoidal import sinusoidal_frequencies
+from posenc_ref.scales import _exact
+from posenc_ref.scales.sinusoidal import frequencies
 from posenc_ref.scales import Inputs
 
 
@@ -19,7 +20,10 @@ def _xl_distinct_rows(params: Mapping[str, Any], inputs: Inputs) -> tuple[Any, A
     if int(params["clamp_len"]) > 0:
         distance = np.clip(distance, -params["clamp_len"], params["clamp_len"])
     distinct, inverse = np.unique(distance, return_inverse=True)
-    rows = np.abs(xl.xl_relative_embedding(distinct, dim=np.shape(inputs["w_r"])[0], base=params["base"]))
+    dim_r = np.shape(inputs["w_r"])[0]
+    xl.xl_relative_embedding(distinct, dim=dim_r, base=params["base"])  # validates
+    theta = distinct.astype(np.float64)[:, None] * frequencies(dim=dim_r, base=params["base"])  # (U, D_r / 2)
+    rows = np.abs(np.concatenate([_exact.sin(theta), _exact.cos(theta)], axis=-1))
     return distinct, inverse.reshape(distance.shape), rows
 
 
@@ -28,12 +32,13 @@ def _xl_score_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.flo
     u, v, w_r = np.abs(inputs["u"]), np.abs(inputs["v"]), np.abs(inputs["w_r"])
     dim, dim_r = q.shape[1], w_r.shape[0]
     distinct, inverse, rows = _xl_distinct_rows(params, inputs)  # rows (U, D_r)
-    w = sinusoidal_frequencies(dim=dim_r, base=params["base"])
+    w = frequencies(dim=dim_r, base=params["base"])
     theta = np.abs(distinct.astype(np.float64))[:, None] * np.concatenate([w, w])  # (U, D_r)
     # a sinusoid whose angle carries a few roundings of the frequency and of p * w: 12 |theta| + 2
-    per_distance = (dim + dim_r + 4) * rows @ w_r + (12.0 * theta + 2.0) @ w_r  # (U, D)
-    position = np.take_along_axis((q + v) @ per_distance.T, inverse, axis=1)
-    scale: NDArray[np.float64] = (dim + 3) * (q + u) @ k.T + position
+    per_distance = ((dim + dim_r + 4) * _exact.einsum("uc,cd->ud", rows, w_r)
+                    + _exact.einsum("uc,cd->ud", 12.0 * theta + 2.0, w_r))  # (U, D)
+    position = np.take_along_axis(_exact.einsum("id,ud->iu", q + v, per_distance), inverse, axis=1)
+    scale: NDArray[np.float64] = (dim + 3) * _exact.einsum("id,jd->ij", q + u, k) + position
     return scale
 
 
@@ -42,5 +47,6 @@ def _xl_score_input_scale(params: Mapping[str, Any], inputs: Inputs) -> NDArray[
     q, k = np.abs(inputs["q"]), np.abs(inputs["k"])
     u, v, w_r = np.abs(inputs["u"]), np.abs(inputs["v"]), np.abs(inputs["w_r"])
     _, inverse, rows = _xl_distinct_rows(params, inputs)
-    position = np.take_along_axis((q + v) @ (rows @ w_r).T, inverse, axis=1)
-    return np.asarray(2.0 * ((q + u) @ k.T + position), dtype=np.float64)
+    position = np.take_along_axis(_exact.einsum("id,ud->iu", q + v, _exact.einsum("uc,cd->ud", rows, w_r)), inverse,
+                                  axis=1)
+    return np.asarray(2.0 * (_exact.einsum("id,jd->ij", q + u, k) + position), dtype=np.float64)
