@@ -365,3 +365,27 @@ def test_audit_finds_a_value_one_ulp_from_the_correctly_rounded_one(corpus_copy)
     (corpus_copy / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     row = next(r for r in corpus_audit.audit(corpus_copy, ops={"rope.inv_freq"}))
     assert (row.above_half_ulp, row.max_ulp) == (1, 1.0)
+
+
+def test_tolerance_page_table_of_reference_errors_is_current(corpus_dir):
+    """docs/tolerance.md's measured-errors table covers every op output and is the generator's.
+
+    The reference's last bits depend on NumPy's SIMD path: on the build and targets the page was
+    measured with, the table must match exactly; elsewhere its op and output rows must.
+    """
+    from pathlib import Path
+
+    from posenc_ref import corpus_audit
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "tolerance.md").read_text(encoding="utf-8")
+    on_page = corpus_audit.page_table(page)
+    rows = corpus_audit.reference_errors(corpus_dir)
+    assert {(r.op, r.output) for r in rows} == {(op.name, out.name) for op in OPS for out in op.outputs}
+    fresh = corpus_audit.reference_errors_table(rows)
+    stale = "stale: run python -m posenc_ref.corpus_audit --write docs/tolerance.md"
+    if on_page.splitlines()[0] == fresh.splitlines()[0]:
+        assert on_page == fresh, stale
+    else:
+        def labels(table: str) -> list[str]:
+            return [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| `")]
+        assert labels(on_page) == labels(fresh), stale
