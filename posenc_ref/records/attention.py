@@ -7,6 +7,7 @@ row, a zero bias), each at the smallest broadcastable shape.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,7 @@ def _qkv(b: int, h: int, hkv: int, tq: int, tk: int, d: int, *, mask: Any = None
 
 def _relative_bias(tq: int, tk: int, h: int, q_offset: int) -> F64:
     """``-slope_h * |i - j|`` from explicit positions ``i = q_offset + row``, ``j = column``; (1, H, Tq, Tk)."""
-    slopes = 2.0 ** -np.arange(1, h + 1)
+    slopes = np.ldexp(1.0, -np.arange(1, h + 1))  # exact powers of two (no SIMD power)
     distance = np.abs((np.arange(tq) + q_offset)[:, None] - np.arange(tk)[None, :])
     bias: F64 = -slopes[:, None, None] * distance
     return bias[None]
@@ -268,10 +269,10 @@ def _layer_inputs(b: int, t: int, width: int, h: int, hkv: int, vocab: int) -> A
             "tokens": rng.integers(0, vocab, size=(b, t)),
             "embedding": rng.normal(size=(vocab, width)),
             "pe": _sinusoid_rows(t, width),
-            "w_q": rng.normal(scale=width**-0.5, size=(width, h * head)),
-            "w_k": rng.normal(scale=width**-0.5, size=(width, hkv * head)),
-            "w_v": rng.normal(scale=width**-0.5, size=(width, hkv * head)),
-            "w_o": rng.normal(scale=(h * head) ** -0.5, size=(h * head, width)),
+            "w_q": rng.normal(scale=math.sqrt(1.0 / width), size=(width, h * head)),
+            "w_k": rng.normal(scale=math.sqrt(1.0 / width), size=(width, hkv * head)),
+            "w_v": rng.normal(scale=math.sqrt(1.0 / width), size=(width, hkv * head)),
+            "w_o": rng.normal(scale=math.sqrt(1.0 / (h * head)), size=(h * head, width)),
         }
     return make
 
