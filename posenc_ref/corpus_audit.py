@@ -183,13 +183,31 @@ class ReferenceRow:
     where: str = ""
 
 
+def blas_core() -> str:
+    """The kernel (core name) and thread count of the OpenBLAS bundled with NumPy, or ``"unknown"``."""
+    import ctypes
+    import glob
+    import os
+
+    for path in glob.glob(os.path.join(os.path.dirname(np.__file__), "..", "numpy.libs", "*openblas*")):
+        lib = ctypes.CDLL(path)
+        for suffix in ("64_", ""):
+            for prefix in ("scipy_openblas", "openblas"):
+                core = getattr(lib, f"{prefix}_get_corename{suffix}", None)
+                threads = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                if core is not None and threads is not None:
+                    core.restype = ctypes.c_char_p
+                    return f"{core().decode()}, threads={threads()}"
+    return "unknown"
+
+
 def measured_on() -> str:
-    """The NumPy version and SIMD targets the measurement ran with (the reference's last bits depend on them)."""
+    """NumPy's version and SIMD targets and OpenBLAS's kernel: the reference's last bits depend on them."""
     from numpy._core import _multiarray_umath as umath  # type: ignore[attr-defined]
 
     found = [k for k, v in umath.__cpu_features__.items() if v]
     dispatch = sorted(set(getattr(umath, "__cpu_dispatch__", found)) & set(found))
-    return f"NumPy {np.__version__}, SIMD targets {' '.join(dispatch) or 'baseline only'}"
+    return f"NumPy {np.__version__}, SIMD targets {' '.join(dispatch) or 'baseline only'}, OpenBLAS {blas_core()}"
 
 
 def reference_errors(directory: Path) -> list[ReferenceRow]:

@@ -374,8 +374,9 @@ def test_audit_finds_a_value_one_ulp_from_the_correctly_rounded_one(corpus_copy)
 def test_tolerance_page_table_of_reference_errors_is_current(corpus_dir):
     """docs/tolerance.md's measured-errors table covers every op output and is the generator's.
 
-    The reference's last bits depend on NumPy's SIMD path: on the build and targets the page was
-    measured with, the table must match exactly; elsewhere its op and output rows must.
+    The reference's last bits depend on NumPy's SIMD path and OpenBLAS's kernel: where both (and
+    the NumPy build) are those the page names, the table must match exactly; elsewhere its op and
+    output rows must.
     """
     from pathlib import Path
 
