@@ -17,20 +17,24 @@ with the SIMD code path (AVX-512 or not) that NumPy dispatches at run time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
-import mpmath
 import numpy as np
-from mpmath.libmp import to_float
 from numpy.typing import NDArray
 
 DIGITS: Final = 40
 """Working precision (decimal digits) of the transcendental values before their one rounding."""
 
 
-def _rounded(fn: Callable[..., Any], *arrays: Any) -> NDArray[np.float64]:
-    """``fn`` applied element by element in mpmath, each result rounded once to nearest float64."""
+def _rounded(name: str, *arrays: Any) -> NDArray[np.float64]:
+    """``mpmath.<name>`` applied element by element, each result rounded once to nearest float64.
+
+    mpmath is imported here, at generation time, not when the registry is imported.
+    """
+    import mpmath
+    from mpmath.libmp import to_float
+
+    fn = getattr(mpmath, name)
     values = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in arrays))
     out = np.empty(values[0].shape, dtype=np.float64)
     flat = [v.reshape(-1).tolist() for v in values]
@@ -42,22 +46,22 @@ def _rounded(fn: Callable[..., Any], *arrays: Any) -> NDArray[np.float64]:
 
 def power(base: Any, exponent: Any) -> NDArray[np.float64]:
     """``base ** exponent`` element by element (float64 arguments), correctly rounded."""
-    return _rounded(mpmath.power, base, exponent)
+    return _rounded("power", base, exponent)
 
 
 def cos(x: Any) -> NDArray[np.float64]:
     """``cos(x)`` element by element, correctly rounded."""
-    return _rounded(mpmath.cos, x)
+    return _rounded("cos", x)
 
 
 def sin(x: Any) -> NDArray[np.float64]:
     """``sin(x)`` element by element, correctly rounded."""
-    return _rounded(mpmath.sin, x)
+    return _rounded("sin", x)
 
 
 def log(x: Any) -> NDArray[np.float64]:
     """``log(x)`` element by element, correctly rounded."""
-    return _rounded(mpmath.log, x)
+    return _rounded("log", x)
 
 
 def hypot(u: Any, v: Any) -> NDArray[np.float64]:
