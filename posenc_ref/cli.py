@@ -87,15 +87,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_golden(args: argparse.Namespace) -> int:
+    if args.action == "generate":
+        return _golden_generate(args)
     directory = _corpus_dir(args)
     progress = _Progress(f"golden {args.action}")
     start = time.monotonic()
+    if args.action == "audit":
+        return _golden_audit(directory, progress, start)
     try:
-        if args.action == "generate":
-            manifest = corpus.generate(directory, progress=progress)
-            progress.close()
-            print(f"wrote {len(manifest['cases'])} cases to {directory}")
-            return 0
         problems = corpus.verify(directory) if args.action == "verify" else corpus.check(directory, progress=progress)
     finally:
         progress.close()
@@ -107,6 +106,39 @@ def _cmd_golden(args: argparse.Namespace) -> int:
         return 1
     print(f"golden {args.action}: {n_cases} cases OK in {directory} ({time.monotonic() - start:.1f} s)")
     return 0
+
+
+def _golden_generate(args: argparse.Namespace) -> int:
+    progress = _Progress("golden generate")
+    try:
+        directory = corpus.generation_target(args.corpus)
+        manifest = corpus.generate(directory, progress=progress, force=args.force)
+    except corpus.GenerateRefused as exc:
+        progress.close()
+        print(f"posenc-ref {exc}", file=sys.stderr)
+        return 2
+    progress.close()
+    print(f"wrote {len(manifest['cases'])} cases (corpus version {manifest['version']}) to {directory}")
+    return 0
+
+
+def _golden_audit(directory: Path, progress: _Progress, start: float) -> int:
+    from posenc_ref import corpus_audit
+
+    try:
+        rows = corpus_audit.audit(directory, progress=progress)
+    except corpus.CorpusError as exc:
+        progress.close()
+        for problem in exc.problems:
+            print(f"FAIL {problem}")
+        return 1
+    progress.close()
+    print(corpus_audit.audit_table(rows))
+    above = sum(r.above_half_ulp for r in rows)
+    values = sum(r.values for r in rows)
+    print(f"golden audit: {values} float values in {directory}, {above} above 0.5 ulp of the exact value "
+          f"({time.monotonic() - start:.1f} s)")
+    return 1 if above else 0
 
 
 def _cmd_derive(args: argparse.Namespace) -> int:
@@ -151,12 +183,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_golden = sub.add_parser("golden", help="generate, check or verify the golden corpus")
     p_golden.add_argument(
-        "action", choices=("generate", "check", "verify"),
-        help="generate: rewrite the corpus from the registry and the mpmath oracle; "
+        "action", choices=("generate", "check", "verify", "audit"),
+        help="generate: rewrite the corpus from the registry and the mpmath oracle (into the checkout's "
+             "golden/, or --corpus DIR; never into an installed package); "
              "check: recompute every case from its stored inputs and compare; "
-             "verify: check the manifest schema and every file's sha256",
+             "verify: check the manifest schema and every file's sha256; "
+             "audit: recompute every float output at twice the oracle's digits and count the values "
+             "more than half an ulp from the exact value (must be 0)",
     )
-    p_golden.add_argument("--corpus", metavar="PATH", help="corpus directory (default: the bundled corpus)")
+    p_golden.add_argument("--corpus", metavar="PATH",
+                          help="corpus directory (default: the bundled corpus; for generate: the checkout's golden/)")
+    p_golden.add_argument("--force", action="store_true",
+                          help="generate: replace a corpus of another version")
     p_golden.set_defaults(func=_cmd_golden)
 
     p_derive = sub.add_parser("derive", help="check the sympy derivations and render them as docs")

@@ -37,7 +37,47 @@ from posenc_ref.registry import OPS, RETIRED, get_op
 from posenc_ref.tolerance import POLICIES, compare, policy
 
 FORMAT_VERSION: Final = "1.0"
-CORPUS_VERSION: Final = "1.0.0"
+CORPUS_VERSION: Final = "1.1.0"
+
+FLAGS: Final[dict[str, dict[str, str]]] = {
+    "KnownAnswer": {
+        "meaning": "an expected value quoted by the paper, a library's documentation or the reference notes "
+                   "(checkable by hand), not only computed by the oracle",
+        "targets": "a formula misread the same way by the reference and the oracle (a shared wrong reading)",
+    },
+    "LongPosition": {
+        "meaning": "positions or distances far beyond the training range (up to 10^6): large phases or magnitudes",
+        "targets": "phases computed in low precision (p * w in float32/bfloat16, positions cast before the product), "
+                   "truncated position types, saturation that short positions never reach",
+    },
+    "OddWidth": {
+        "meaning": "an odd encoding width, decided by the op's odd-width policy",
+        "targets": "dropped, duplicated or shifted last columns when d/2 is not an integer",
+    },
+    "CrossAttention": {
+        "meaning": "query length differs from key length (Tq != Tk) or queries sit at offset positions",
+        "targets": "alignment bugs: distances measured from the wrong corner, query and key positions swapped, "
+                   "square-only masks",
+    },
+    "Decoding": {
+        "meaning": "one decoding step with a cache: a single query at position Tk - 1 (or an explicit offset)",
+        "targets": "the query placed at position 0 instead of after the cache, off-by-one cache offsets",
+    },
+    "Boundary": {
+        "meaning": "every integer point where a bucket or clamp changes value, on both sides",
+        "targets": "floor/ceil/round confusion and log computed in float32, which move an input across a bucket "
+                   "edge",
+    },
+    "NonFinite": {
+        "meaning": "an output defined as NaN or infinity by the op's documented edge-case policy",
+        "targets": "NaN propagation policies applied silently (zeros or uniform weights where NaN is specified), "
+                   "and comparisons that treat NaN as a failure",
+    },
+}
+"""Every case flag: what it means and which class of bug it targets (``flags`` in the manifest)."""
+
+INFORMATION_ONLY: Final = ("generator", "versions")
+"""The manifest key path that regeneration comparisons ignore: the versions of the generating software."""
 CHECK_ULPS: Final = 2
 """``golden check``: a recomputed oracle float may differ from the stored one by this many ulps."""
 
@@ -119,19 +159,57 @@ def _reference_disagreements(op: OpRecord, case_id: str, params: Mapping[str, An
     return problems
 
 
-def generate(directory: Path, *, progress: Progress | None = None) -> dict[str, Any]:
+def generator_versions() -> dict[str, str]:
+    """The versions of posenc-ref, NumPy and mpmath generating a corpus (information only)."""
+    import mpmath
+
+    return {"posenc-ref": __version__, "numpy": np.__version__, "mpmath": mpmath.__version__}
+
+
+class GenerateRefused(RuntimeError):
+    """``golden generate`` will not write there (an installed package's data, another corpus version)."""
+
+
+def generation_target(requested: Path | str | None) -> Path:
+    """Where ``golden generate`` writes: ``requested``, else the checkout's ``golden/``.
+
+    Run from an installed package (no checkout around it) without ``requested``, it refuses:
+    the corpus installed with a package is never rewritten in place.
+    """
+    installed = Path(__file__).resolve().parent / "golden_data"
+    if requested is None:
+        root = Path(__file__).resolve().parent.parent
+        if not (root / "pyproject.toml").is_file():
+            raise GenerateRefused("golden generate: not run from a checkout (the package is installed at "
+                                  f"{root / 'posenc_ref'}); pass --corpus DIR to say where to write the corpus")
+        return root / "golden"
+    target = Path(requested)
+    if target.resolve() == installed or installed in target.resolve().parents:
+        raise GenerateRefused(f"golden generate: {target} is the installed package's corpus ({installed}); "
+                              "pass --corpus DIR outside the installed package")
+    return target
+
+
+def generate(directory: Path, *, progress: Progress | None = None, force: bool = False) -> dict[str, Any]:
     """Write the corpus for every registered case into ``directory``; returns the manifest.
 
     Inputs of a case already in ``directory`` with the same parameters are kept as stored, so
     regenerating never shifts existing inputs. Fails (``RuntimeError``) when the reference
-    disagrees with the oracle or an error case does not raise its declared category.
+    disagrees with the oracle or an error case does not raise its declared category, and
+    (:class:`GenerateRefused`) when ``directory`` holds a corpus of another version, unless
+    ``force``.
     """
     from posenc_ref import oracle
 
     directory = Path(directory)
     old: dict[str, dict[str, Any]] = {}
     if (directory / "manifest.json").is_file():
-        old = {c["id"]: c for c in json.loads((directory / "manifest.json").read_text())["cases"]}
+        previous_manifest = json.loads((directory / "manifest.json").read_text())
+        version = previous_manifest.get("version") if isinstance(previous_manifest, dict) else None
+        if version != CORPUS_VERSION and not force:
+            raise GenerateRefused(f"golden generate: {directory} holds corpus version {version}, this generator "
+                                  f"writes version {CORPUS_VERSION}; pass --force to replace it")
+        old = {c["id"]: c for c in previous_manifest["cases"]}
     staging = directory / ".staging"
     shutil.rmtree(staging, ignore_errors=True)
     cases_out = []
@@ -140,6 +218,9 @@ def generate(directory: Path, *, progress: Progress | None = None) -> dict[str, 
         if progress:
             progress(n, len(todo), case.id)
         params = _jsonable(op.full_params(case.params))
+        undefined = sorted(set(case.flags) - set(FLAGS))
+        if undefined:
+            raise RuntimeError(f"{case.id}: flags {undefined} are not defined in posenc_ref.corpus.FLAGS")
         previous = old.get(case.id)
         if previous and previous["params"] == params and not verify_files(directory, [previous]):
             inputs = {name: _load(directory, e) for name, e in previous["inputs"].items()}
@@ -172,7 +253,9 @@ def generate(directory: Path, *, progress: Progress | None = None) -> dict[str, 
     manifest = {
         "format_version": FORMAT_VERSION,
         "version": CORPUS_VERSION,
-        "generator": {"name": "posenc-ref", "version": __version__, "oracle": "mpmath", "oracle_digits": oracle.DPS},
+        "generator": {"name": "posenc-ref", "oracle": "mpmath", "oracle_digits": oracle.DPS,
+                      "versions": generator_versions()},
+        "flags": FLAGS,
         "tolerance_policies": {f"{cls}/{dt}": p.describe() for (cls, dt), p in POLICIES.items()},
         "retired": [{"id": rid, "reason": why} for rid, why in RETIRED],
         "cases": cases_out,

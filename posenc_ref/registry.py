@@ -10,17 +10,21 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import alibi, attention, deberta, grid2d, learned, relative, rope, sinusoidal, t5
+from posenc_ref.records import (alibi, attention, deberta, grid2d, learned, resample, rope, rope_variants, shaw,
+                               sinusoidal, t5, transformer_xl)
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,
     *grid2d.RECORDS,
     *learned.RECORDS,
     *rope.RECORDS,
+    *rope_variants.RECORDS,
     *alibi.RECORDS,
     *t5.RECORDS,
     *deberta.RECORDS,
-    *relative.RECORDS,
+    *shaw.RECORDS,
+    *transformer_xl.RECORDS,
+    *resample.RECORDS,
     *attention.RECORDS,
 )
 

@@ -22,6 +22,9 @@ Weights (PyTorch ``upsample_bicubic2d`` / ``upsample_bilinear2d`` and their ``_a
   ``coordinates="align_corners"``; otherwise ``n/m`` (``size_from="size"``) or ``1/s`` for the
   scale factor ``s = (new + scale_offset)/n`` (``size_from="scale_factor"``, which also sets
   ``m = floor(n * s)`` computed in float64, as ``torch.nn.functional.interpolate`` does).
+  ``s`` is the float64 value the caller passes: DINO computes ``w0 + 0.1`` and
+  ``(w0 + 0.1) / sqrt(N)`` in Python floats, so the sum and the quotient are each rounded to
+  float64 by convention; the exact values of the corpus start from that float ``s``.
 * ``antialias="off"``: source coordinate ``x = scale * o`` (align corners) or
   ``scale * (o + 0.5) - 0.5`` (half pixel; clamped at 0 for bilinear only). Cubic: taps
   ``floor(x) - 1 .. floor(x) + 2`` with weights ``c_a(t+1), c_a(t), c_a(1-t), c_a(2-t)``,

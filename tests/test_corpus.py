@@ -12,25 +12,14 @@ from posenc_ref.registry import OPS, RETIRED, all_cases
 
 def test_shipped_corpus_verifies_and_checks(corpus_dir):
     assert corpus.verify(corpus_dir) == []
-    start = time.monotonic()
+    start = time.process_time()  # CPU time: the bar holds on a loaded machine
     assert corpus.check(corpus_dir) == []
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10
 
 
 def test_corpus_stays_small(corpus_dir):
     size = sum(p.stat().st_size for p in corpus_dir.rglob("*") if p.is_file())
     assert size < 10 * 2**20
-
-
-def test_regenerating_reproduces_the_shipped_corpus_exactly(tmp_path, corpus_dir):
-    """The corpus is generated, never edited: a fresh generation matches it byte for byte."""
-    target = tmp_path / "fresh"
-    manifest = corpus.generate(target)
-    shipped = json.loads((corpus_dir / "manifest.json").read_text())
-    assert manifest == shipped
-    for path in corpus_dir.joinpath("cases").rglob("*.npy"):
-        relative = path.relative_to(corpus_dir)
-        assert (target / relative).read_bytes() == path.read_bytes(), relative
 
 
 def test_regenerating_keeps_stored_inputs(corpus_copy):
@@ -239,3 +228,169 @@ def test_a_corpus_without_input_scales_still_reads(corpus_copy):
     assert golden.outputs["y"].input_scale is None
     assert run_conformance(load_adapter("numpy-float16"), spec="numpy-float16", corpus_dir=corpus_copy).passed
     assert "input scale is missing" in corpus.check(corpus_copy)[0]  # but it is stale against the registry
+
+
+# --- generation: machine independence, version, flags, audit ------------------------------
+
+_GENERATE_AT_DPS = """
+import sys
+import mpmath
+mpmath.mp.dps = int(sys.argv[1])  # before any posenc_ref module is imported
+from pathlib import Path
+from posenc_ref import corpus, corpus_audit
+corpus.generate(Path(sys.argv[2]))
+print("\\n".join(corpus_audit.compare(Path(sys.argv[3]), Path(sys.argv[2]))))
+"""
+
+
+@pytest.mark.parametrize("dps", [15, 50])
+def test_regenerating_reproduces_the_shipped_corpus_exactly(tmp_path, corpus_dir, dps):
+    """A fresh generation (oracle modules imported at mpmath dps 15 or 50) matches every byte of the corpus.
+
+    Each difference names the file, the number of differing elements and the largest ulp distance.
+    """
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _GENERATE_AT_DPS, str(dps), str(tmp_path / "fresh"), str(corpus_dir)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    differences = run.stdout.strip()
+    assert not differences, f"regenerated corpus differs:\n{differences}"
+
+
+def test_compare_names_each_differing_file_with_elements_and_ulps(corpus_copy, corpus_dir):
+    from posenc_ref import corpus_audit
+
+    path = corpus_copy / "cases" / "rope.inv_freq.llama3.factor32" / "expected.inv_freq.npy"
+    values = np.load(path)
+    values[3] = np.nextafter(values[3], np.inf)
+    values[7] = np.nextafter(np.nextafter(values[7], -np.inf), -np.inf)
+    np.save(path, values, allow_pickle=False)
+    problems = corpus_audit.compare(corpus_dir, corpus_copy)
+    assert problems == [f"cases/rope.inv_freq.llama3.factor32/expected.inv_freq.npy: 2 of {values.size} elements "
+                        "differ, largest distance 2 ulp"]
+    path.unlink()
+    assert corpus_audit.compare(corpus_dir, corpus_copy) == [
+        f"cases/rope.inv_freq.llama3.factor32/expected.inv_freq.npy: missing from {corpus_copy}"]
+
+
+def test_compare_ignores_only_the_generator_versions(corpus_copy, corpus_dir):
+    from posenc_ref import corpus_audit
+
+    manifest = json.loads((corpus_copy / "manifest.json").read_text())
+    manifest["generator"]["versions"] = {"posenc-ref": "9.9", "numpy": "0.0", "mpmath": "0.0"}
+    (corpus_copy / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    assert corpus_audit.compare(corpus_dir, corpus_copy) == []
+    manifest["generator"]["oracle_digits"] = 40
+    (corpus_copy / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    assert corpus_audit.compare(corpus_dir, corpus_copy) == ["manifest.json: differs in generator"]
+
+
+def test_manifest_records_the_generator_versions_as_information(corpus_dir):
+    import mpmath
+
+    from posenc_ref import __version__
+
+    manifest = corpus.read_manifest(corpus_dir)
+    assert manifest["version"] == corpus.CORPUS_VERSION == "1.1.0"
+    assert set(manifest["generator"]["versions"]) == {"posenc-ref", "numpy", "mpmath"}
+    assert corpus.generator_versions() == {"posenc-ref": __version__, "numpy": np.__version__,
+                                           "mpmath": mpmath.__version__}
+
+
+def test_every_flag_used_is_defined_in_the_manifest(corpus_dir):
+    manifest = corpus.read_manifest(corpus_dir)
+    used = {flag for _, case in all_cases() for flag in case.flags}
+    assert used <= set(manifest["flags"]) == set(corpus.FLAGS)
+    assert set(corpus.FLAGS) <= used, "a defined flag no case carries"
+    for flag, definition in manifest["flags"].items():
+        assert set(definition) == {"meaning", "targets"} and all(len(v) > 20 for v in definition.values()), flag
+
+
+def test_generate_refuses_another_corpus_version_without_force(corpus_copy):
+    manifest = json.loads((corpus_copy / "manifest.json").read_text())
+    manifest["version"] = "1.0.0"
+    (corpus_copy / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    with pytest.raises(corpus.GenerateRefused, match=r"holds corpus version 1\.0\.0.*writes version 1\.1\.0.*--force"):
+        corpus.generate(corpus_copy)
+
+
+def test_generate_targets_the_checkout_and_never_an_installed_package(tmp_path):
+    from pathlib import Path
+
+    package = Path(corpus.__file__).resolve().parent
+    if (package.parent / "pyproject.toml").is_file():  # imported from a checkout
+        assert corpus.generation_target(None) == package.parent / "golden"
+    else:  # imported from an installed copy
+        with pytest.raises(corpus.GenerateRefused, match="--corpus DIR"):
+            corpus.generation_target(None)
+    assert corpus.generation_target(tmp_path) == tmp_path
+    with pytest.raises(corpus.GenerateRefused, match="installed package"):
+        corpus.generation_target(package / "golden_data")
+    with pytest.raises(corpus.GenerateRefused, match="installed package"):
+        corpus.generation_target(package / "golden_data" / "cases")
+
+
+def test_generate_cli_without_a_checkout_requires_a_corpus_dir(tmp_path):
+    """Run from an installed copy of the package (no pyproject.toml above it), generate asks for --corpus."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    site = tmp_path / "site"
+    shutil.copytree(Path(corpus.__file__).resolve().parent, site / "posenc_ref",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code = "import sys; from posenc_ref.cli import main; sys.exit(main(['golden', 'generate']))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert run.returncode == 2
+    assert "not run from a checkout" in run.stderr and "--corpus DIR" in run.stderr
+    assert not (site / "posenc_ref" / "golden_data").exists()
+
+
+def test_audit_finds_a_value_one_ulp_from_the_correctly_rounded_one(corpus_copy):
+    from posenc_ref import corpus_audit
+
+    ops = {"rope.inv_freq", "alibi.slopes"}
+    rows = corpus_audit.audit(corpus_copy, ops=ops)
+    assert {r.op for r in rows} == ops and all(r.values and r.above_half_ulp == 0 for r in rows)
+    entry = next(c for c in json.loads((corpus_copy / "manifest.json").read_text())["cases"]
+                 if c["id"] == "rope.inv_freq.llama3.factor32")
+    item = entry["outputs"]["inv_freq"]
+    values = np.load(corpus_copy / item["file"])
+    values[34] = np.nextafter(values[34], np.inf)
+    np.save(corpus_copy / item["file"], values, allow_pickle=False)
+    manifest = json.loads((corpus_copy / "manifest.json").read_text())
+    for case in manifest["cases"]:
+        if case["id"] == entry["id"]:
+            case["outputs"]["inv_freq"]["sha256"] = corpus.array_sha256(values)
+    (corpus_copy / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    row = next(r for r in corpus_audit.audit(corpus_copy, ops={"rope.inv_freq"}))
+    assert (row.above_half_ulp, row.max_ulp) == (1, 1.0)
+
+
+def test_tolerance_page_table_of_reference_errors_is_current(corpus_dir):
+    """docs/tolerance.md's measured-errors table covers every op output and is the generator's.
+
+    The reference's last bits depend on NumPy's SIMD path and OpenBLAS's kernel: where both (and
+    the NumPy build) are those the page names, the table must match exactly; elsewhere its op and
+    output rows must.
+    """
+    from pathlib import Path
+
+    from posenc_ref import corpus_audit
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "tolerance.md").read_text(encoding="utf-8")
+    on_page = corpus_audit.page_table(page)
+    rows = corpus_audit.reference_errors(corpus_dir)
+    assert {(r.op, r.output) for r in rows} == {(op.name, out.name) for op in OPS for out in op.outputs}
+    fresh = corpus_audit.reference_errors_table(rows)
+    stale = "stale: run python -m posenc_ref.corpus_audit --write docs/tolerance.md"
+    if on_page.splitlines()[0] == fresh.splitlines()[0]:
+        assert on_page == fresh, stale
+    else:
+        def labels(table: str) -> list[str]:
+            return [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| `")]
+        assert labels(on_page) == labels(fresh), stale

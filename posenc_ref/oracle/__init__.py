@@ -18,22 +18,33 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import absolute, attention, attention_positional, bias, relative, rope
-from posenc_ref.oracle._common import DPS, Oracle, to_float64
+from posenc_ref.oracle import (alibi, attention, attention_positional, deberta, grid2d, learned, resample, rope, shaw,
+                               sinusoidal, t5, transformer_xl)
+from posenc_ref.oracle._common import DPS, Oracle
 
 ORACLES: Final[dict[str, Oracle]] = {
-    **absolute.ORACLES,
+    **sinusoidal.ORACLES,
+    **grid2d.ORACLES,
+    **learned.ORACLES,
     **attention.ORACLES,
     **attention_positional.ORACLES,
-    **relative.ORACLES,
+    **shaw.ORACLES,
+    **transformer_xl.ORACLES,
+    **resample.ORACLES,
     **rope.ORACLES,
-    **bias.ORACLES,
+    **alibi.ORACLES,
+    **t5.ORACLES,
+    **deberta.ORACLES,
 }
 
 __all__ = ["DPS", "ORACLES", "Oracle", "expected", "to_float64"]
 
 
-def expected(op_name: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
-    """The oracle's outputs for ``op_name``; ``KeyError`` when the op has no oracle."""
-    with mpmath.workdps(DPS):
+def expected(op_name: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], *,
+             dps: int = DPS) -> dict[str, NDArray[Any]]:
+    """The oracle's outputs for ``op_name`` at ``dps`` digits (the corpus: :data:`DPS`); ``KeyError`` for no oracle.
+
+    ``golden audit`` passes twice the digits to check that every stored value is correctly rounded.
+    """
+    with mpmath.workdps(dps):
         return ORACLES[op_name](params, inputs)

@@ -1,4 +1,4 @@
-"""Shared pieces of the oracle: precision, the single rounding, the oracle signature."""
+"""Shared pieces of the oracle: precision, the single rounding, the oracle signature, float rows."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import mpmath
+import numpy as np
 from mpmath.libmp import to_float
 from numpy.typing import NDArray
 
@@ -19,3 +20,10 @@ Oracle = Callable[[Mapping[str, Any], Mapping[str, NDArray[Any]]], dict[str, NDA
 def to_float64(value: Any) -> float:
     """Round an mpmath number once, to nearest even, to float64."""
     return float(to_float(mpmath.mpf(value)._mpf_, rnd="n"))
+
+
+Inputs = Mapping[str, NDArray[Any]]
+
+
+def _rows(array: Any) -> list[list[mpmath.mpf]]:
+    return [[mpmath.mpf(float(x)) for x in row] for row in np.asarray(array, dtype=np.float64).tolist()]

@@ -6,7 +6,7 @@ into the attention twin (:func:`posenc_ref.oracle.attention._attend`):
 * RoPE: every (D,) row of q and k rotated pair by pair as a complex product at its own
   position (the RoPE oracle's ``_rotate_row``), then the scores of the rotated rows.
 * ALiBi: ``slope_h * distance(i, j)`` with the slope ``2**-x`` from the exact exponent and the
-  distance of the form, from the stored positions (the bias oracle's helpers).
+  distance of the form, from the stored positions (the ALiBi oracle's helpers).
 * T5: ``table[bucket(k_j - q_i), h]`` with the bucket decided in exact arithmetic.
 * Shaw: ``q_i . A^K[clip(d_ij, -K, K) + K]`` inside the scale and ``A^V[...]`` under the weights.
 * Transformer-XL: ``u_h . k_j + (q_i + v_h) . (R_{p_i - p_j} W_{R,h})`` with ``R`` in mpmath.
@@ -21,9 +21,8 @@ import mpmath
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import bias as bias_oracle
-from posenc_ref.oracle import relative, rope
-from posenc_ref.oracle._common import Oracle
+from posenc_ref.oracle import alibi, rope, shaw, t5, transformer_xl
+from posenc_ref.oracle._common import Oracle, _rows
 from posenc_ref.oracle.attention import _attend, _mp, _round
 
 Inputs = Mapping[str, NDArray[Any]]
@@ -68,11 +67,11 @@ def alibi_attention(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDAr
     q, k, v = _arrays(inputs)
     qp, kp = _positions(inputs, "q_positions", q.shape[0]), _positions(inputs, "k_positions", q.shape[0])
     tq, tk = q.shape[2], k.shape[2]
-    slopes = [bias_oracle._slope(x) for x in bias_oracle._exponents(
+    slopes = [alibi._slope(x) for x in alibi._exponents(
         {"num_heads": q.shape[1], "bias_max": 8.0, "slope_rule": "press"})]
 
     def bias(b: int, h: int, i: int, j: int) -> Any:
-        return slopes[h] * bias_oracle._distance(params["form"], qp[b][i], kp[b][j], tq, tk)
+        return slopes[h] * alibi._distance(params["form"], qp[b][i], kp[b][j], tq, tk)
 
     out, weights = _attend(_mp(q), _mp(k), _mp(v), _params(params), bias=bias)
     return _finish(out, weights, q, tk)
@@ -85,7 +84,7 @@ def t5_attention(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray
     buckets, limit, direction = int(params["num_buckets"]), int(params["max_distance"]), params["direction"]
 
     def bias(b: int, h: int, i: int, j: int) -> Any:
-        return mpmath.mpf(float(table[bias_oracle._t5_one(kp[b][j] - qp[b][i], buckets, limit, direction), h]))
+        return mpmath.mpf(float(table[t5._t5_one(kp[b][j] - qp[b][i], buckets, limit, direction), h]))
 
     out, weights = _attend(_mp(q), _mp(k), _mp(v), _params(params), bias=bias)
     return _finish(out, weights, q, k.shape[2])
@@ -95,15 +94,15 @@ def shaw_attention(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArr
     q, k, v = _arrays(inputs)
     qp, kp = _positions(inputs, "q_positions", 1)[0], _positions(inputs, "k_positions", 1)[0]
     clip, sign = int(params["max_relative_position"]), params["sign"]
-    a_k, a_v = relative._rows(inputs["rel_keys"]), relative._rows(inputs["rel_values"])
+    a_k, a_v = _rows(inputs["rel_keys"]), _rows(inputs["rel_values"])
     q_mp = _mp(q)
 
     def term(b: int, h: int, i: int, j: int) -> Any:
-        row = a_k[relative._shaw_row(qp[i], kp[j], clip, sign)]
+        row = a_k[shaw._shaw_row(qp[i], kp[j], clip, sign)]
         return mpmath.fsum(q_mp[b][h][i][d] * row[d] for d in range(len(row)))
 
     def value_term(b: int, h: int, i: int, j: int, d: int) -> Any:
-        return a_v[relative._shaw_row(qp[i], kp[j], clip, sign)][d]
+        return a_v[shaw._shaw_row(qp[i], kp[j], clip, sign)][d]
 
     out, weights = _attend(q_mp, _mp(k), _mp(v), _params(params), term=term, value_term=value_term)
     return _finish(out, weights, q, k.shape[2])
@@ -122,7 +121,7 @@ def xl_attention(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray
     def r(h: int, delta: int) -> list[Any]:
         """``R_delta W_{R,h}``, (D,)."""
         if (h, delta) not in projected:
-            row = relative._xl_r(delta, dim_r, float(params["base"]))
+            row = transformer_xl._xl_r(delta, dim_r, float(params["base"]))
             projected[h, delta] = [mpmath.fsum(row[c] * w_r[h][c][d] for c in range(dim_r)) for d in range(dim)]
         return projected[h, delta]
 

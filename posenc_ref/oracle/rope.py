@@ -16,9 +16,6 @@ from numpy.typing import NDArray
 
 from posenc_ref.oracle._common import Oracle, to_float64
 
-_TWO_PI = 2 * mpmath.pi
-
-
 def _g(s: Any, m: Any) -> Any:
     """YaRN's magnitude g(s, m) = 0.1 m ln s + 1 for s > 1, else 1."""
     s = mpmath.mpf(s)
@@ -35,7 +32,7 @@ def _yarn(params: Mapping[str, Any]) -> tuple[list[Any], Any, Any]:
     vllm = params["yarn_convention"] == "vllm_deepseek"
 
     def correction(beta: Any) -> Any:  # pair index at which a wavelength completes `beta` turns in L0
-        return d * mpmath.log(original / (beta * _TWO_PI)) / (2 * mpmath.log(b))
+        return d * mpmath.log(original / (beta * 2 * mpmath.pi)) / (2 * mpmath.log(b))
 
     low = correction(mpmath.mpf(params["beta_fast"] or 32))
     high = correction(mpmath.mpf(params["beta_slow"] or 1))
@@ -69,7 +66,7 @@ def _llama3(params: Mapping[str, Any]) -> list[Any]:
     freqs = []
     for i in range(d // 2):
         w = _plain(params["base"], i, d)
-        wavelength = _TWO_PI / w
+        wavelength = 2 * mpmath.pi / w
         if wavelength < original / high:
             freqs.append(w)
         elif wavelength > original / low:

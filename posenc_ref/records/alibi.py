@@ -9,7 +9,6 @@ signs and forms are off by whole percents and fail.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ from numpy.typing import NDArray
 from posenc_ref import alibi as al
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
+from posenc_ref.scales.alibi import _slopes_phase, _bias_phase
 
 CITATION = "Press, Smith, Lewis 2022, Train Short, Test Long (ALiBi), arXiv:2108.12409, section 3; get_slopes"
 
@@ -37,23 +37,6 @@ FORM = Param(
            "bottom_right": "flash-attn non-causal -m|i + Tk - Tq - j|"},
     doc="which of the shift-equivalent (or encoder) bias forms",
 )
-
-
-def _head_factor(params: Mapping[str, Any]) -> NDArray[np.float64]:
-    x, k = al.alibi_slope_ladder(num_heads=params["num_heads"], slope_rule=params.get("slope_rule", "press"),
-                                 bias_max=params.get("bias_max", 8.0))
-    factor: NDArray[np.float64] = 1.0 + x + k
-    return factor
-
-
-def _slopes_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    return al.alibi_slopes(**params) * _head_factor(params)
-
-
-def _bias_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    bias = al.alibi_bias(inputs["query_positions"], inputs["key_positions"], **params)
-    phase: NDArray[np.float64] = np.abs(bias) * _head_factor(params)[:, None, None]
-    return phase
 
 
 _HEAD_COUNTS = (1, 2, 3, 5, 6, 8, 12, 40, 112)

@@ -1,4 +1,4 @@
-"""Registry records of the attention pass (:mod:`posenc_ref.attention`) and the one-layer pipeline.
+"""Registry records of the attention pass (:mod:`posenc_ref.attention`); the pipeline's is in ``attention_pipeline``.
 
 The ``attention`` op takes every mask and the bias as stored arrays so that one op covers all
 of them; a case without one stores the neutral value (an all-True mask, an all-True padding
@@ -13,12 +13,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.attention import ALIGNMENTS, FULLY_MASKED, attention
-from posenc_ref.attention_pipeline import PE_PLACEMENTS, attention_layer
 from posenc_ref.errors import ErrorCategory, SpecError
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
-from posenc_ref.records import attention_positional
-from posenc_ref.rope_scaling import rope_inv_freq
-from posenc_ref.sinusoidal import sinusoidal_table
+from posenc_ref.records import attention_pipeline, attention_positional
+from posenc_ref.records.rope_scaling import exact_inv_freq
 
 F64 = NDArray[np.float64]
 
@@ -71,9 +69,9 @@ FULLY_MASKED_PARAM = Param(
     doc="what a query row with every key masked produces",
 )
 
-_DEEPSEEK_V3_MULTIPLIER = float(rope_inv_freq(
+_DEEPSEEK_V3_MULTIPLIER = float(exact_inv_freq(
     dim=64, rope_type="yarn", factor=40.0, original_max_position=4096, beta_fast=32.0, beta_slow=1.0, mscale=1.0,
-    mscale_all_dim=1.0)[2][0])
+    mscale_all_dim=1.0)["softmax_scale"][0])
 _TRUE_MASK = np.ones((1, 1, 1, 1), dtype=bool)
 _ZERO_BIAS = np.zeros((1, 1, 1, 1))
 
@@ -94,7 +92,7 @@ def _qkv(b: int, h: int, hkv: int, tq: int, tk: int, d: int, *, mask: Any = None
 
 def _relative_bias(tq: int, tk: int, h: int, q_offset: int) -> F64:
     """``-slope_h * |i - j|`` from explicit positions ``i = q_offset + row``, ``j = column``; (1, H, Tq, Tk)."""
-    slopes = 2.0 ** -np.arange(1, h + 1)
+    slopes = np.ldexp(1.0, -np.arange(1, h + 1))  # exact powers of two (no SIMD power)
     distance = np.abs((np.arange(tq) + q_offset)[:, None] - np.arange(tk)[None, :])
     bias: F64 = -slopes[:, None, None] * distance
     return bias[None]
@@ -252,56 +250,4 @@ TERMS = OpRecord(
 )
 
 
-def _layer_inputs(b: int, t: int, width: int, h: int, hkv: int, vocab: int) -> Any:
-    head = width // h
-
-    def make(rng: np.random.Generator) -> dict[str, Any]:
-        return {
-            "tokens": rng.integers(0, vocab, size=(b, t)),
-            "embedding": rng.normal(size=(vocab, width)),
-            "pe": sinusoidal_table(np.arange(t), dim=width),
-            "w_q": rng.normal(scale=width**-0.5, size=(width, h * head)),
-            "w_k": rng.normal(scale=width**-0.5, size=(width, hkv * head)),
-            "w_v": rng.normal(scale=width**-0.5, size=(width, hkv * head)),
-            "w_o": rng.normal(scale=(h * head) ** -0.5, size=(h * head, width)),
-        }
-    return make
-
-
-PIPELINE = OpRecord(
-    name="attention.pipeline",
-    family="attention",
-    function=attention_layer,
-    inputs=("tokens", "embedding", "pe", "w_q", "w_k", "w_v", "w_o"),
-    outputs=(Output("output", "float64", "normwise"),),
-    params=(
-        Param("num_heads", "int", doc="query heads H"),
-        Param("num_kv_heads", "int", None, doc="kv heads (None: H)"),
-        Param("causal", "bool", True, doc="causal self-attention"),
-        Param("pe_placement", "str", "input", PE_PLACEMENTS,
-              users={"input": "Vaswani 2017 section 3.5; BERT; GPT-2; fairseq",
-                     "after_block": "no library: the common mistake, kept to show the difference"},
-              doc="where the absolute encoding is added"),
-    ),
-    summary="one layer: embedding + absolute PE -> Q/K/V -> attention -> output projection",
-    citation="Vaswani et al. 2017, arXiv:1706.03762, sections 3.2.2 and 3.5",
-    cases=(
-        Case("attention.pipeline.sinusoidal.gqa.t8.d16", {"num_heads": 4, "num_kv_heads": 2},
-             _layer_inputs(2, 8, 16, 4, 2, 11),
-             "end to end: sinusoidal PE at the input, 4 query heads over 2 kv heads, causal"),
-        Case("attention.pipeline.sinusoidal.bidirectional.t6.d8", {"num_heads": 2, "causal": False},
-             _layer_inputs(1, 6, 8, 2, 2, 5), "end to end, encoder style (no causal mask), repeated tokens"),
-        Case("attention.pipeline.pe_after_block.t8.d16",
-             {"num_heads": 4, "num_kv_heads": 2, "pe_placement": "after_block"}, _layer_inputs(2, 8, 16, 4, 2, 11),
-             "the PE added after the block: what the common mistake computes", kind="edge"),
-        Case("attention.pipeline.error.token_beyond_table", {"num_heads": 2},
-             lambda rng: {**_layer_inputs(1, 4, 8, 2, 2, 5)(rng), "tokens": np.array([[0, 1, 5, 2]])},
-             "error: token id 5 of a 5-row embedding", kind="error", error="out_of_range"),
-        Case("attention.pipeline.error.w_o_shape", {"num_heads": 2},
-             lambda rng: {**_layer_inputs(1, 4, 8, 2, 2, 5)(rng), "w_o": np.zeros((8, 6))},
-             "error: an output projection of the wrong shape", kind="error", error="invalid_shape"),
-    ),
-    value_inputs=("embedding", "pe", "w_q", "w_k", "w_v", "w_o"),
-)
-
-RECORDS = (ATTENTION, TERMS, PIPELINE, *attention_positional.RECORDS)
+RECORDS = (ATTENTION, TERMS, *attention_pipeline.RECORDS, *attention_positional.RECORDS)

@@ -7,8 +7,6 @@ bounds a float32 implementation's rounding error however much the terms cancel.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,6 +15,7 @@ from numpy.typing import NDArray
 from posenc_ref import deberta as db
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.scales.deberta import _scores_phase, _scores_input_scale
 
 CITATION = ("He, Gao, Chen 2021, DeBERTaV3, arXiv:2111.09543; He et al. 2020, DeBERTa, arXiv:2006.03654, eq. 4; "
             "microsoft/DeBERTa da_utils.make_log_bucket_position")
@@ -124,27 +123,6 @@ def _score_inputs(query: Any, key: Any, heads: int = 2, dim: int = 8, buckets: i
                 "pos_key": rng.normal(size=(heads, 2 * buckets, dim)),
                 "pos_query": rng.normal(size=(heads, 2 * buckets, dim))}
     return make
-
-
-def _scores_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    terms = params.get("pos_att_type", "c2p|p2c").split("|")
-    index = db.deberta_index(inputs["query_positions"], inputs["key_positions"],
-                             **{k: v for k, v in params.items() if k != "pos_att_type"})
-    q, k = np.abs(inputs["q"]), np.abs(inputs["k"])
-    size = q @ np.swapaxes(k, -1, -2)
-    if "c2p" in terms:
-        size = size + np.take_along_axis(q @ np.swapaxes(np.abs(inputs["pos_key"]), -1, -2),
-                                         np.broadcast_to(index, (q.shape[0],) + index.shape), axis=-1)
-    if "p2c" in terms:
-        rows = k @ np.swapaxes(np.abs(inputs["pos_query"]), -1, -2)
-        size = size + rows[:, np.arange(k.shape[1])[None, :], index]
-    phase: NDArray[np.float64] = size / math.sqrt(q.shape[-1] * (1 + len(terms)))
-    return phase
-
-
-def _scores_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    # every term is a product of two value inputs (q or a position row with k or a position row)
-    return 2.0 * _scores_phase(params, inputs)
 
 
 _SMALL = {"position_buckets": 8, "max_relative_positions": 16}

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import grid2d as g2
 from posenc_ref.opspec import Case, OpRecord, Output, Param
 from posenc_ref.records.sinusoidal import BASE
-
-
-def _phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    return g2.grid_sincos_2d_angles(inputs["ys"], inputs["xs"], **params)
+from posenc_ref.scales.grid2d import _phase
 
 
 def _grid(height: int, width: int, origin: int = 0) -> dict[str, NDArray[np.int64]]:

@@ -17,18 +17,16 @@ its scale is ``a (|u| |cos| + |v| |sin|)`` (``|x|`` on pass-through channels). A
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope as rp
-from posenc_ref import rope_scaling as rs
-from posenc_ref import rope_variants as rv
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
-from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS
+from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS, exact_inv_freq
 from posenc_ref.records.rope_scaling import RECORDS as SCALING_RECORDS
+from posenc_ref.scales.rope import _apply_input_scale, _apply_phase, _scores_input_scale, _scores_phase, _table_phase
 
 CITATION = "Su et al. 2021, RoFormer, arXiv:2104.09864, section 3.4.2 (eq. 34)"
 LONG = np.array([0, 1, 4095, 8191, 131071, 10**6], dtype=np.int64)
@@ -50,144 +48,13 @@ ROTARY_DIM = Param("rotary_dim", "int", None, doc="rotated channels (None: whole
 FACTOR_A = Param("attention_factor", "float", 1.0, doc="multiplies cos and sin (transformers attention_scaling)")
 
 
-def _pair_norms(x: NDArray[np.float64], space: int, layout: str) -> NDArray[np.float64]:
-    """|(u, v)| of each channel's pair (0 for pass-through channels), same shape as x."""
-    n = space // 2
-    out = np.zeros_like(x)
-    if layout == "half":
-        r = np.hypot(x[..., :n], x[..., n:space])
-        out[..., :n], out[..., n:space] = r, r
-    else:
-        r = np.hypot(x[..., 0:space:2], x[..., 1:space:2])
-        out[..., 0:space:2], out[..., 1:space:2] = r, r
-        if layout == "interleaved_to_half":  # results land in half order
-            out[..., :n], out[..., n:space] = r, r
-    return out
-
-
-def _abs_rotated(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any]) -> NDArray[np.float64]:
-    """Per channel, ``sum |term|`` of the rotated value: ``a (|u| |cos| + |v| |sin|)``, ``|x|`` if not rotated.
-
-    Same shape and axis order as ``x``; pairs and output slots as :func:`posenc_ref.rope.rope_apply`.
-    """
-    values = np.abs(np.asarray(x, dtype=np.float64))
-    space, w = rp.rotary_frequencies(values.shape[-1], base=params["base"], rotary_dim=params.get("rotary_dim"),
-                                     partial=params.get("partial", "prefix"), func="input_scale")
-    angle = rp._angles("input_scale", positions, w, values.shape, params["x_layout"], "positions")
-    factor = float(params.get("attention_factor", 1.0))
-    cos, sin = factor * np.abs(np.cos(angle)), factor * np.abs(np.sin(angle))
-    n, layout = space // 2, params["layout"]
-    u, v = (values[..., :n], values[..., n:space]) if layout == "half" else (
-        values[..., 0:space:2], values[..., 1:space:2])
-    out = np.empty(np.broadcast_shapes(values.shape, angle.shape[:-1] + (values.shape[-1],)))
-    out[..., space:] = values[..., space:]
-    if layout == "interleaved":
-        out[..., 0:space:2], out[..., 1:space:2] = u * cos + v * sin, u * sin + v * cos
-    else:
-        out[..., :n], out[..., n:space] = u * cos + v * sin, u * sin + v * cos
-    return out
-
-
-def _apply_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    return _abs_rotated(params, inputs["x"], inputs["positions"])
-
-
-def _scores_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    aq = _abs_rotated(params, inputs["q"], inputs["q_positions"])
-    ak = _abs_rotated(params, inputs["k"], inputs["k_positions"])
-    if params["x_layout"] == "BTHD":
-        aq, ak = aq.transpose(0, 2, 1, 3), ak.transpose(0, 2, 1, 3)
-    if params.get("xpos_scale_base") is None:
-        return np.asarray(2.0 * np.einsum("bhqd,bhkd->bhqk", aq, ak), dtype=np.float64)
-    space, _ = rp.rotary_frequencies(aq.shape[-1], base=params["base"], rotary_dim=params["rotary_dim"],
-                                     partial=params["partial"], func="input_scale")
-    n = space // 2
-    zeta = (2.0 * np.arange(n) + 0.4 * space) / (1.4 * space)
-    qp = np.asarray(inputs["q_positions"]).reshape(-1, aq.shape[2]).astype(np.float64)
-    kp = np.asarray(inputs["k_positions"]).reshape(-1, ak.shape[2]).astype(np.float64)
-    weight = zeta ** ((qp[:, :, None] - kp[:, None, :])[:, None, :, :, None] / params["xpos_scale_base"])
-    first, second = (slice(0, n), slice(n, space)) if params["layout"] == "half" else (
-        slice(0, space, 2), slice(1, space, 2))
-    pairs = (np.einsum("bhqp,bhkp->bhqkp", aq[..., first], ak[..., first])
-             + np.einsum("bhqp,bhkp->bhqkp", aq[..., second], ak[..., second]))
-    rest = np.einsum("bhqd,bhkd->bhqk", aq[..., space:], ak[..., space:])
-    return np.asarray(2.0 * (np.sum(pairs * weight, axis=-1) + rest), dtype=np.float64)
-
-
-def _angle_per_channel(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any]) -> tuple[
-        NDArray[np.float64], int]:
-    space, w = rp.rotary_frequencies(x.shape[-1], base=params["base"], rotary_dim=params["rotary_dim"],
-                                     partial=params["partial"], func="phase")
-    angle = np.abs(rp._angles("phase", positions, w, x.shape, params["x_layout"], "positions"))
-    full = np.zeros(np.broadcast_shapes(angle.shape[:-1], x.shape[:-1]) + (x.shape[-1],))
-    full[..., : space // 2] = angle
-    full[..., space // 2: space] = angle
-    if params["layout"] == "interleaved":
-        full[..., :space] = np.repeat(angle, 2, axis=-1)
-    return full, space
-
-
-def _apply_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    x = np.asarray(inputs["x"], dtype=np.float64)
-    angle, space = _angle_per_channel(params, x, inputs["positions"])
-    norms = _pair_norms(x, space, params["layout"])
-    return np.asarray(params["attention_factor"] * norms * (1.0 + angle), dtype=np.float64)
-
-
-def _pair_phase(params: Mapping[str, Any], x: NDArray[np.float64], positions: NDArray[Any]) -> tuple[
-        NDArray[np.float64], NDArray[np.float64], int]:
-    """Per pair: ``|(u, v)|`` (B, H, T, P) and ``|p w|`` (B|1, 1, T, P), in BHTD order; and ``S``."""
-    space, w = rp.rotary_frequencies(x.shape[-1], base=params["base"], rotary_dim=params["rotary_dim"],
-                                     partial=params["partial"], func="phase")
-    angle = np.abs(rp._angles("phase", positions, w, x.shape, params["x_layout"], "positions"))
-    n = space // 2
-    u, v = (x[..., :n], x[..., n:space]) if params["layout"] == "half" else (x[..., 0:space:2], x[..., 1:space:2])
-    norm = np.hypot(u, v)
-    if params["x_layout"] == "BTHD":
-        norm, angle = norm.transpose(0, 2, 1, 3), angle.transpose(0, 2, 1, 3)
-    return norm, angle, space
-
-
-def _scores_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    q, k = np.asarray(inputs["q"], dtype=np.float64), np.asarray(inputs["k"], dtype=np.float64)
-    rq, aq, space = _pair_phase(params, q, inputs["q_positions"])
-    rk, ak, _ = _pair_phase(params, k, inputs["k_positions"])
-    if params.get("xpos_scale_base") is None:
-        total = np.einsum("bhqp,bhkp->bhqk", rq * (1.0 + aq), rk) + np.einsum("bhqp,bhkp->bhqk", rq, rk * ak)
-    else:  # pair weights zeta^x and their own rounding |x ln zeta|
-        n = space // 2
-        zeta = (2.0 * np.arange(n) + 0.4 * space) / (1.4 * space)
-        qp = np.asarray(inputs["q_positions"]).reshape(-1, rq.shape[2]).astype(np.float64)
-        kp = np.asarray(inputs["k_positions"]).reshape(-1, rk.shape[2]).astype(np.float64)
-        x = (qp[:, :, None] - kp[:, None, :])[:, None, :, :, None] / params["xpos_scale_base"]
-        weight = zeta**x  # (B|1, 1, Tq, Tk, P)
-        own = weight * (1.0 + np.abs(x * np.log(zeta)))
-        total = (np.einsum("bhqp,bhkp,bhqkp->bhqk", rq * (1.0 + aq), rk, own)
-                 + np.einsum("bhqp,bhkp,bhqkp->bhqk", rq, rk * ak, weight))
-    if params["x_layout"] == "BTHD":
-        q, k = q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3)
-    rest = np.einsum("bhqd,bhkd->bhqk", np.abs(q[..., space:]), np.abs(k[..., space:]))
-    phase: NDArray[np.float64] = np.asarray(params["attention_factor"] ** 2 * total + rest, dtype=np.float64)
-    return phase
-
-
-def _table_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    product = np.asarray(inputs["positions"], dtype=np.float64)[..., None] * np.asarray(inputs["inv_freq"])
-    angle: NDArray[np.float64] = params["attention_factor"] * np.abs(product)
-    if params["width"] == "full":
-        return np.concatenate([angle, angle], axis=-1)
-    if params["width"] == "full_interleaved":
-        return np.repeat(angle, 2, axis=-1)
-    return angle
-
-
 # --- rope.cos_sin ----------------------------------------------------------------------------
 
 def _table_inputs(positions: Any, **freq: Any) -> dict[str, NDArray[Any]]:
-    return {"positions": np.asarray(positions, dtype=np.int64), "inv_freq": rs.rope_inv_freq(**freq)[0]}
+    return {"positions": np.asarray(positions, dtype=np.int64), "inv_freq": exact_inv_freq(**freq)["inv_freq"]}
 
 
-_YARN16 = rs.rope_inv_freq(dim=128, rope_type="yarn", factor=16.0, original_max_position=4096)
+_YARN16 = exact_inv_freq(dim=128, rope_type="yarn", factor=16.0, original_max_position=4096)
 
 
 def _cos_sin_cases() -> tuple[Case, ...]:
@@ -199,8 +66,8 @@ def _cos_sin_cases() -> tuple[Case, ...]:
     cases += [Case(f"{p}.{width}.d16.positions0-15", {"width": width}, _table_inputs(np.arange(16), dim=16),
                    f"width={width}: where each column's frequency lands") for width in rp.WIDTHS]
     cases += [
-        Case(f"{p}.yarn_attention_factor_folded", {"width": "full", "attention_factor": float(_YARN16[1][0])},
-             {"positions": np.array([0, 1, 4095, 65535]), "inv_freq": _YARN16[0]},
+        Case(f"{p}.yarn_attention_factor_folded", {"width": "full", "attention_factor": float(_YARN16["attention_factor"][0])},
+             {"positions": np.array([0, 1, 4095, 65535]), "inv_freq": _YARN16["inv_freq"]},
              "YaRN s16 frequencies with attention factor 1.2773 folded into cos and sin (transformers)"),
         Case(f"{p}.positions_2d_repeated", {"width": "full"},
              _table_inputs([[0, 0, 1, 2], [5, 3, 3, 8191]], dim=32),
@@ -367,140 +234,4 @@ SCORES = OpRecord(
 )
 
 
-
-# --- rope.xpos -------------------------------------------------------------------------------
-
-def _xpos_phase_of(name: str) -> Any:
-    def phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-        x = np.asarray(inputs[name], dtype=np.float64)
-        common = {"base": params["base"], "rotary_dim": None, "partial": "prefix", "x_layout": params["x_layout"]}
-        angle, space = _angle_per_channel({**common, "layout": params["layout"]}, x, inputs["positions"])
-        norms = _pair_norms(x, space, params["layout"])
-        t_axis = 2 if params["x_layout"] == "BHTD" else 1
-        centre = rv.xpos_centre(x.shape[t_axis], params["centring"])
-        pos = np.asarray(inputs["positions"]).reshape(-1, x.shape[t_axis]).astype(np.float64)
-        power = np.abs(pos - centre) / params["scale_base"]
-        power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
-        # the largest scale of any pair bounds this channel's: zeta^-|power| <= (1.4/0.4)^|power|
-        bound = (1.4 / 0.4) ** power * (1.0 + power * np.log(1.4 / 0.4))
-        return np.asarray(norms * (1.0 + angle) * bound, dtype=np.float64)
-    return phase
-
-
-def _xpos_input_scale_of(name: str) -> Any:
-    def input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-        x = np.asarray(inputs[name], dtype=np.float64)
-        common = {"base": params["base"], "rotary_dim": None, "partial": "prefix", "x_layout": params["x_layout"],
-                  "layout": params["layout"]}
-        rotated = _abs_rotated(common, x, inputs["positions"])
-        t_axis = 2 if params["x_layout"] == "BHTD" else 1
-        width = x.shape[-1]
-        zeta = (2.0 * np.arange(width // 2) + 0.4 * width) / (1.4 * width)
-        pos = np.asarray(inputs["positions"]).reshape(-1, x.shape[t_axis]).astype(np.float64)
-        power = (pos - rv.xpos_centre(x.shape[t_axis], params["centring"])) / params["scale_base"]
-        power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
-        up = zeta ** (power if name == "q" else -power)
-        scale = np.repeat(up, 2, axis=-1) if params["layout"] == "interleaved" else np.concatenate([up, up], axis=-1)
-        return np.asarray(rotated * scale, dtype=np.float64)
-    return input_scale
-
-
-def _qk_window(shape: tuple[int, ...], positions: Any) -> Any:
-    def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
-        return {"q": rng.normal(size=shape), "k": rng.normal(size=shape),
-                "positions": np.asarray(positions, dtype=np.int64)}
-    return make
-
-
-XPOS = OpRecord(
-    name="rope.xpos",
-    family="rope",
-    function=rv.rope_xpos,
-    inputs=("q", "k", "positions"),
-    outputs=(Output("q_rot", "float64", "phase", _xpos_phase_of("q"), _xpos_input_scale_of("q")),
-             Output("k_rot", "float64", "phase", _xpos_phase_of("k"), _xpos_input_scale_of("k"))),
-    params=(
-        BASE,
-        Param("scale_base", "float", 512.0, doc="xPos scale base B (lucidrains xpos_scale_base)"),
-        Param("centring", "str", "lucidrains", rv.CENTRINGS,
-              users={"lucidrains": "lucidrains/rotary-embedding-torch use_xpos (c = T // 2)",
-                     "torchscale": "microsoft/torchscale XPOS (c = ceil(T / 2))"},
-              doc="where the scale power is zero"),
-        Param("layout", "str", "interleaved", ("interleaved", "half"), doc="pairs (both xPos libraries: interleaved)"),
-        X_LAYOUT,
-    ),
-    summary="xPos-rotated q and k in one window (centring convention named; compare scores across centrings)",
-    citation="Sun et al. 2022, A Length-Extrapolatable Transformer, arXiv:2212.10554, eq. 7",
-    cases=tuple([
-        Case(f"rope.xpos.{centring}.odd_window.d32", {"centring": centring}, _qk_window((1, 2, 5, 32), range(5)),
-             f"centring={centring} on an odd window (T = 5): the centres differ") for centring in rv.CENTRINGS
-    ] + [
-        Case("rope.xpos.even_window.long.d64", {"scale_base": 512.0}, _qk_window((1, 1, 4, 64), [4094, 4095, 4096,
-                                                                                               4097]),
-             "positions near 4096 in a window of 4", kind="long_position", flags=("LongPosition",)),
-        Case("rope.xpos.half.bthd", {"layout": "half", "x_layout": "BTHD"}, _qk_window((2, 6, 2, 16), range(6)),
-             "half-split pairs, (B, T, H, D)"),
-    ] + error_cases("rope.xpos", [
-        ("scale_base_zero", {"scale_base": 0.0}, _qk_window((1, 1, 2, 8), [0, 1]), "invalid_argument",
-         "scale_base <= 0"),
-        ("unknown_centring", {"centring": "middle"}, _qk_window((1, 1, 2, 8), [0, 1]), "invalid_argument",
-         "unknown centring"),
-        ("scale_overflows", {"scale_base": 1.0}, _qk_window((1, 1, 2, 8), [0, 10**6]), "out_of_range",
-         "zeta ** (10^6 / 1) is beyond float64"),
-    ])),
-    position_inputs=("positions",),
-    value_inputs=("q", "k"),
-)
-
-
-# --- rope.mrope_cos_sin ----------------------------------------------------------------------
-
-def _mrope_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    section = np.asarray(inputs["mrope_section"])
-    dim = int(params["dim"])
-    stream = rv.mrope_stream(dim // 2, (int(section[0]), int(section[1]), int(section[2])), params["mrope_layout"])
-    w = rs.rope_inv_freq(dim=dim, base=params["base"])[0]
-    pos = np.asarray(inputs["positions"], dtype=np.float64)
-    angle: NDArray[np.float64] = np.moveaxis(pos[stream], 0, -1) * w
-    return np.concatenate([angle, angle], axis=-1) if params["width"] == "full" else angle
-
-
-def _mrope(positions: Any, section: tuple[int, ...]) -> dict[str, NDArray[np.int64]]:
-    return {"positions": np.asarray(positions, dtype=np.int64), "mrope_section": np.asarray(section, dtype=np.int64)}
-
-
-_VISION = [[0, 1, 2, 3, 3, 3, 3, 7, 8], [0, 1, 2, 3, 3, 4, 4, 7, 8], [0, 1, 2, 3, 4, 3, 4, 7, 8]]
-_LONG_STREAMS = [[0, 4095, 131071, 10**6], [0, 4095, 131000, 10**6], [0, 4000, 131071, 999000]]
-
-MROPE = OpRecord(
-    name="rope.mrope_cos_sin",
-    family="rope",
-    function=rv.mrope_cos_sin,
-    inputs=("positions", "mrope_section"),
-    outputs=(Output("cos", "float64", "phase", _mrope_phase), Output("sin", "float64", "phase", _mrope_phase)),
-    params=(
-        Param("dim", "int", doc="rotary dim d = 2 * sum(mrope_section)"), BASE,
-        Param("mrope_layout", "str", "chunked", rv.MROPE_LAYOUTS,
-              users={"chunked": "Qwen2-VL; Qwen2.5-VL; Qwen2.5-Omni (transformers, vLLM)",
-                     "interleaved": "Qwen3-VL (transformers); vLLM mrope_interleaved"},
-              doc="which frequency takes which stream"),
-        Param("width", "str", "full", ("half", "full"), doc="table width (as rope.cos_sin)"),
-    ),
-    summary="multimodal RoPE tables from temporal/height/width position streams",
-    citation="Wang et al. 2024, Qwen2-VL, arXiv:2409.12191, section 2.1",
-    cases=(
-        Case("rope.mrope_cos_sin.chunked.qwen2vl.d128", {"dim": 128, "base": 1e6}, _mrope(_VISION, (16, 24, 24)),
-             "Qwen2-VL sections [16, 24, 24]: text, a 2x2 image patch grid, text again"),
-        Case("rope.mrope_cos_sin.interleaved.qwen3vl.d128", {"dim": 128, "base": 5e6, "mrope_layout": "interleaved"},
-             _mrope(_VISION, (24, 20, 20)), "Qwen3-VL interleaved THWTHW... with sections [24, 20, 20]"),
-        Case("rope.mrope_cos_sin.long.half", {"dim": 64, "width": "half"}, _mrope(_LONG_STREAMS, (8, 12, 12)),
-             "streams up to 10^6", kind="long_position", flags=("LongPosition",)),
-        Case("rope.mrope_cos_sin.error.section_sum", {"dim": 64}, _mrope(_VISION, (16, 24, 24)),
-             "error: mrope sections summing to 64, not d/2 = 32", kind="error", error="invalid_argument"),
-        Case("rope.mrope_cos_sin.error.two_streams", {"dim": 8}, _mrope([[0, 1], [0, 1]], (2, 1, 1)),
-             "error: positions must hold 3 streams", kind="error", error="invalid_shape"),
-    ),
-    position_inputs=(),
-)
-
-RECORDS = (*SCALING_RECORDS, COS_SIN, APPLY, SCORES, XPOS, MROPE)
+RECORDS = (*SCALING_RECORDS, COS_SIN, APPLY, SCORES)

@@ -23,6 +23,17 @@ L3 = {"rope_type": "llama3", "dim": 128, "base": 5e5, "factor": 8.0, "original_m
       "low_freq_factor": 1.0, "high_freq_factor": 4.0}
 
 
+def exact_inv_freq(**freq: Any) -> dict[str, NDArray[Any]]:
+    """The correctly rounded outputs of ``rope.inv_freq`` (the oracle's), for use as case inputs and parameters.
+
+    Case inputs are never made by the float64 reference: its ``base ** -e`` changes in the last bits
+    with NumPy's SIMD code path.
+    """
+    from posenc_ref import oracle
+
+    return oracle.expected("rope.inv_freq", INV_FREQ.full_params(freq), {})
+
+
 def _llama3_edge(pair: int, which: str) -> dict[str, Any]:
     """llama3 parameters that put pair ``pair``'s wavelength on a band edge (to float64 rounding)."""
     wavelength = 2 * np.pi / float(rs.rope_inv_freq(dim=128, base=5e5)[0][pair])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -11,6 +10,7 @@ from numpy.typing import NDArray
 from posenc_ref import sinusoidal as sn
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
+from posenc_ref.scales.sinusoidal import _table_phase, _fairseq_phase
 
 CITATION = "Vaswani et al. 2017, Attention Is All You Need, arXiv:1706.03762, section 3.5"
 
@@ -34,20 +34,6 @@ ODD_WIDTH = Param(
     doc="what an odd dim means",
 )
 BASE = Param("base", "float", 10000.0, doc="base of the geometric frequency ladder")
-
-
-def _table_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    kwargs = {k: v for k, v in params.items() if k != "scale"}
-    return sn.sinusoidal_angles(inputs["positions"], **kwargs)
-
-
-def _fairseq_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
-    rows = sn.fairseq_positions(inputs["tokens"], padding_idx=params["padding_idx"],
-                                past_length=params.get("past_length", 0))
-    phase = sn.sinusoidal_angles(rows, dim=params["dim"], base=params.get("base", 10000.0), ladder="t2t",
-                                 layout="concat_sin_cos", odd_width="zero_pad_last")
-    phase[rows == params["padding_idx"]] = 0.0  # padding rows are exact zeros
-    return phase
 
 
 def _positions(*values: int) -> dict[str, NDArray[np.int64]]:

@@ -1,4 +1,4 @@
-"""mpmath twins of the absolute-position formulas (:mod:`posenc_ref.sinusoidal`, ``grid2d``, ``learned``).
+"""mpmath twins of the 1-D sinusoid formulas (:mod:`posenc_ref.sinusoidal`).
 
 Each column is *defined* here from the published formula, element by element, rather than
 sliced as the NumPy reference does.
@@ -87,48 +87,7 @@ def fairseq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> di
     return {"positions": positions, "embedding": table}
 
 
-def grid2d(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
-    dim = int(params["dim"])
-    quarter = dim // 4
-    base = float(params["base"])
-    freqs = [_frequency(k, dim // 2, base, params["ladder"]) for k in range(quarter)]
-    ys = np.asarray(inputs["ys"]).reshape(-1).tolist()
-    xs = np.asarray(inputs["xs"]).reshape(-1).tolist()
-    out = np.empty((len(ys), dim), dtype=np.float64)
-    for row, (y, x) in enumerate(zip(ys, xs)):
-        first, second = (x, y) if params["axis_order"] == "x_first" else (y, x)
-        for j in range(dim):
-            if params["block_layout"] == "sin_cos":  # [sin a | cos a | sin b | cos b]
-                coord = first if j < 2 * quarter else second
-                kind, k = ("sin" if (j % (2 * quarter)) < quarter else "cos"), j % quarter
-            elif params["block_layout"] == "sin_sin_cos_cos":  # [sin a | sin b | cos a | cos b]
-                coord = first if (j // quarter) % 2 == 0 else second
-                kind, k = ("sin" if j < 2 * quarter else "cos"), j % quarter
-            else:  # [s c s c ... (a) | s c s c ... (b)]
-                coord = first if j < 2 * quarter else second
-                kind, k = ("sin" if j % 2 == 0 else "cos"), (j % (2 * quarter)) // 2
-            angle = mpmath.mpf(coord) * freqs[k]
-            out[row, j] = to_float64(mpmath.sin(angle) if kind == "sin" else mpmath.cos(angle))
-    return {"table": out.reshape(np.asarray(inputs["ys"]).shape + (dim,))}
-
-
-def learned_lookup(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
-    table = np.asarray(inputs["table"], dtype=np.float64)
-    positions = np.asarray(inputs["positions"]).astype(np.int64)
-    last = table.shape[0] - 1
-    rows = []
-    for p in positions.reshape(-1).tolist():
-        index = p + int(params["offset"])
-        if params["out_of_range"] == "clamp":
-            index = min(index, last)
-        rows.append(table[index].tolist())
-    return {"rows": np.array(rows, dtype=np.float64).reshape(positions.shape + (table.shape[1],))}
-
-
 ORACLES: Final[dict[str, Oracle]] = {
     "sinusoidal.table": sinusoidal_table,
     "sinusoidal.fairseq": fairseq,
-    "grid2d.sincos": grid2d,
-    "learned.lookup": learned_lookup,
 }
-
