@@ -63,8 +63,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.alibi import _query_key
-from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions
-from posenc_ref.t5 import log_ladder
+from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions, check_size
+from posenc_ref.t5 import _ladder
 
 DistanceClamp = Literal["none", "max_relative_positions"]
 PosAttType = Literal["c2p|p2c", "c2p", "p2c"]
@@ -125,12 +125,16 @@ def deberta_bucket(
     func = "deberta_bucket"
     buckets, limit = _validate(func, position_buckets, max_relative_positions, distance_clamp)
     delta = check_positions(func, "relative_positions", relative_positions, nonnegative=False)
+    return _bucket(func, delta, buckets, limit, distance_clamp)
+
+
+def _bucket(func: str, delta: NDArray[np.int64], buckets: int, limit: int, distance_clamp: str) -> NDArray[np.int64]:
     if distance_clamp == "max_relative_positions":
         delta = np.clip(delta, -(limit - 1), limit - 1)
     mid = buckets // 2
     n = np.abs(delta)
-    ladder = log_ladder(np.maximum(n, mid), mid, limit - 1, mid - 1, rounding="ceil")
-    result: NDArray[np.int64] = np.where(n <= mid, delta, np.sign(delta) * (mid + ladder))
+    ladder = _ladder(func, np.maximum(n, mid), mid, limit - 1, mid - 1, "ceil")
+    result: NDArray[np.int64] = np.asarray(np.where(n <= mid, delta, np.sign(delta) * (mid + ladder)))
     return result
 
 
@@ -157,11 +161,16 @@ def deberta_index(
     [[1]]
     """
     func = "deberta_index"
-    buckets, _ = _validate(func, position_buckets, max_relative_positions, distance_clamp)
+    buckets, limit = _validate(func, position_buckets, max_relative_positions, distance_clamp)
     q, k = _query_key(func, query_positions, key_positions)
+    return _index(func, q, k, buckets, limit, distance_clamp)
+
+
+def _index(func: str, q: NDArray[np.int64], k: NDArray[np.int64], buckets: int, limit: int, distance_clamp: str
+           ) -> NDArray[np.int64]:
+    check_size(func, "the relative index", q.shape + k.shape[-1:])
     delta = q[..., :, None] - k[..., None, :]  # (..., Tq, Tk)
-    bucket = deberta_bucket(delta, position_buckets=buckets, max_relative_positions=max_relative_positions,
-                            distance_clamp=distance_clamp)
+    bucket = _bucket(func, delta, buckets, limit, distance_clamp)
     index: NDArray[np.int64] = np.clip(bucket + buckets, 0, 2 * buckets - 1)
     return index
 
@@ -215,7 +224,7 @@ def deberta_scores(
     """
     func = "deberta_scores"
     check_choice(func, "pos_att_type", pos_att_type, POS_ATT_TYPES)
-    buckets, _ = _validate(func, position_buckets, max_relative_positions, distance_clamp)
+    buckets, limit = _validate(func, position_buckets, max_relative_positions, distance_clamp)
     qp = check_positions(func, "query_positions", query_positions)
     kp = check_positions(func, "key_positions", key_positions)
     if qp.ndim != 1 or kp.ndim != 1:
@@ -231,8 +240,8 @@ def deberta_scores(
         if arrays[name].shape != shape:
             raise SpecError(f"{func}: {name} must have shape {letters} = {shape}, got shape {arrays[name].shape}",
                             category="invalid_shape")
-    index = deberta_index(qp, kp, position_buckets=buckets, max_relative_positions=max_relative_positions,
-                          distance_clamp=distance_clamp)  # (Tq, Tk)
+    check_size(func, "the relative logits", (heads, qp.size + kp.size, 2 * buckets + kp.size))
+    index = _index(func, qp, kp, buckets, limit, distance_clamp)  # (Tq, Tk)
     terms = pos_att_type.split("|")
     scores = arrays["q"] @ np.swapaxes(arrays["k"], -1, -2)  # (H, Tq, Tk)
     if "c2p" in terms:
