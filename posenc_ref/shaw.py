@@ -61,7 +61,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions
+from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions, check_size
 
 Sign = Literal["key_minus_query", "query_minus_key"]
 SIGNS: Final = ("key_minus_query", "query_minus_key")
@@ -148,10 +148,16 @@ def shaw_relative_index(
     >>> shaw_relative_index([0, 1], [0, 1], max_relative_position=1, sign="query_minus_key").tolist()
     [[1, 0], [2, 1]]
     """
-    func = "shaw_relative_index"
+    return _relative_index("shaw_relative_index", q_positions, k_positions, max_relative_position, sign)
+
+
+def _relative_index(func: str, q_positions: Any, k_positions: Any, max_relative_position: Any, sign: Any
+                    ) -> NDArray[np.int64]:
+    """:func:`shaw_relative_index`; errors name ``func``."""
     k = check_int(func, "max_relative_position", max_relative_position, minimum=1)
     check_choice(func, "sign", sign, SIGNS)
     q_pos, k_pos = check_self_attention_positions(func, q_positions, k_positions)
+    check_size(func, "the relative index", (q_pos.size, k_pos.size))
     distance = k_pos[None, :] - q_pos[:, None]  # (Tq, Tk)
     if sign == "query_minus_key":
         np.negative(distance, out=distance)
@@ -194,7 +200,7 @@ def shaw_logits(
     [[10.0, 100.0], [1.0, 10.0]]
     """
     func = "shaw_logits"
-    index = shaw_relative_index(q_positions, k_positions, max_relative_position=max_relative_position, sign=sign)
+    index = _relative_index(func, q_positions, k_positions, max_relative_position, sign)
     tq, tk = index.shape
     queries = _rows(func, "q", q, tq, "q_positions")
     keys = _rows(func, "k", k, tk, "k_positions")
@@ -243,7 +249,7 @@ def shaw_output(
     [[2.0]]
     """
     func = "shaw_output"
-    index = shaw_relative_index(q_positions, k_positions, max_relative_position=max_relative_position, sign=sign)
+    index = _relative_index(func, q_positions, k_positions, max_relative_position, sign)
     tq, tk = index.shape
     alpha = check_float_array(func, "weights", weights, ndim=2)
     if alpha.shape != (tq, tk):
