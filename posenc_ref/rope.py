@@ -59,7 +59,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
+from posenc_ref.errors import (SpecError, check_choice, check_float, check_float_array, check_int, check_phase_range,
+                               check_positions, check_size)
 
 Layout = Literal["half", "interleaved", "interleaved_to_half"]
 LAYOUTS: Final = ("half", "interleaved", "interleaved_to_half")
@@ -100,6 +101,8 @@ def rope_cos_sin(
     factor = check_float(func, "attention_factor", attention_factor, positive=True)
     pos = check_positions(func, "positions", positions)
     w = check_float_array(func, "inv_freq", inv_freq, ndim=1)
+    check_size(func, "the tables", pos.shape + (2 * w.size,))
+    check_phase_range(func, "positions", pos, "inv_freq", w)
     angle = pos.astype(np.float64)[..., None] * w  # (..., P)
     cos, sin = factor * np.cos(angle), factor * np.sin(angle)
     if width == "full":
@@ -183,6 +186,7 @@ def _angles(func: str, positions: Any, w: NDArray[np.float64], x_shape: tuple[in
     if pos.ndim > 2 or pos.shape[-1] != x_shape[t_axis] or (pos.ndim == 2 and pos.shape[0] not in (1, x_shape[0])):
         raise SpecError(f"{func}: {name} must have shape (T,) or (B, T) with T={x_shape[t_axis]}, "
                         f"B={x_shape[0]}, got shape {pos.shape}", category="invalid_shape")
+    check_phase_range(func, name, pos, "the frequencies", w)
     angle = pos.reshape(-1, pos.shape[-1]).astype(np.float64)[..., None] * w  # (B or 1, T, P)
     return angle[:, None] if x_layout == "BHTD" else angle[:, :, None]
 

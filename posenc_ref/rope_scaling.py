@@ -93,6 +93,8 @@ def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
     >>> yarn_mscale(1.0), round(yarn_mscale(math.e), 12)
     (1.0, 1.1)
     """
+    factor = check_float("yarn_mscale", "factor", factor)
+    mscale = check_float("yarn_mscale", "mscale", mscale)
     return 1.0 if factor <= 1.0 else 0.1 * mscale * math.log(factor) + 1.0
 
 

@@ -47,7 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope
-from posenc_ref.errors import SpecError, check_choice, check_float, check_int, check_positions
+from posenc_ref.errors import SpecError, check_choice, check_float, check_int, check_phase_range, check_positions
 
 CENTRINGS: Final = ("lucidrains", "torchscale")
 MROPE_LAYOUTS: Final = ("chunked", "interleaved")
@@ -187,6 +187,7 @@ def mrope_cos_sin(
     w = rope.rotary_frequencies(dim, base=base, rotary_dim=dim, partial="prefix", func=func)[1]
     stream = mrope_stream(dim // 2, (int(section[0]), int(section[1]), int(section[2])), mrope_layout)
     chosen = np.moveaxis(pos[stream], 0, -1).astype(np.float64)  # (..., P): each pair's own stream
+    check_phase_range(func, "positions", pos, "the frequencies", w)
     angle = chosen * w
     cos, sin = np.cos(angle), np.sin(angle)
     if width == "full":
