@@ -42,7 +42,8 @@ Every reference function checks, before it computes or allocates anything large:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final, Literal
 
 import math
@@ -310,3 +311,29 @@ def check_size(func: str, what: str, shape: Iterable[int]) -> None:
     if count > limit:
         raise SpecError(f"{func}: {what} of shape {dims} would hold {count} elements, above the size guard of "
                         f"{limit} ({MAX_ELEMENTS_VARIABLE})")
+
+
+@contextmanager
+def raised_by(func: str, inner: str) -> Iterator[None]:
+    """Let the errors of ``inner``, called on behalf of ``func``, name ``func`` (the function called).
+
+    Examples
+    --------
+    >>> try:
+    ...     with raised_by("outer", "inner"):
+    ...         raise SpecError("inner: dim must be even, got dim=3")
+    ... except SpecError as exc:
+    ...     print(exc)
+    outer: dim must be even, got dim=3
+    """
+    prefix = f"{inner}: "
+    try:
+        yield
+    except SpecError as exc:
+        if not str(exc).startswith(prefix):
+            raise
+        raise SpecError(f"{func}: {str(exc)[len(prefix):]}", category=exc.category) from None
+    except TypeError as exc:
+        if not str(exc).startswith(prefix):
+            raise
+        raise TypeError(f"{func}: {str(exc)[len(prefix):]}") from None

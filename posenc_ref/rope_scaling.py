@@ -74,7 +74,7 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int
+from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, raised_by
 
 RopeType = Literal["default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope", "proportional"]
 ROPE_TYPES: Final = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope", "proportional")
@@ -121,6 +121,16 @@ def yarn_correction_range(
     >>> yarn_correction_range(dim=128, base=1e4, original_max_position=4096)
     (20, 46)
     """
+    func = "yarn_correction_range"
+    dim = check_int(func, "dim", dim, minimum=2)
+    base = check_float(func, "base", base, positive=True)
+    if base <= 1.0:
+        raise SpecError(f"{func}: base must be > 1 (ln(base) divides), got base={base!r}")
+    original_max_position = check_int(func, "original_max_position", original_max_position, minimum=1)
+    for name, beta in (("beta_fast", beta_fast), ("beta_slow", beta_slow)):
+        if beta is not None:
+            check_float(func, name, beta, nonnegative=True)
+
     def correction(rotations: float) -> float:
         return dim * math.log(original_max_position / (rotations * 2 * math.pi)) / (2 * math.log(base))
 
@@ -356,7 +366,9 @@ def longrope_inv_freq(
     check_choice("longrope_inv_freq", "longrope_convention", longrope_convention, LONGROPE_CONVENTIONS)
     if longrope_convention == "vllm":
         attention_factor = None  # Note: vLLM forwards only short_mscale/long_mscale, never attention_factor
-    w, a, _ = rope_inv_freq(dim=dim, base=base, rope_type="longrope", factor=factor,
-                            original_max_position=original_max_position, context_length=context_length,
-                            attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor)
+    with raised_by("longrope_inv_freq", "rope_inv_freq"):
+        w, a, _ = rope_inv_freq(dim=dim, base=base, rope_type="longrope", factor=factor,
+                                original_max_position=original_max_position, context_length=context_length,
+                                attention_factor=attention_factor, short_factor=short_factor,
+                                long_factor=long_factor)
     return w, a

@@ -47,7 +47,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope
-from posenc_ref.errors import SpecError, check_choice, check_float, check_int, check_phase_range, check_positions
+from posenc_ref.errors import (SpecError, check_choice, check_float, check_int, check_phase_range, check_positions,
+                               raised_by)
 
 CENTRINGS: Final = ("lucidrains", "torchscale")
 MROPE_LAYOUTS: Final = ("chunked", "interleaved")
@@ -103,8 +104,9 @@ def rope_xpos(
     check_choice(func, "centring", centring, CENTRINGS)
     check_choice(func, "layout", layout, ("interleaved", "half"))
     scale_base = check_float(func, "scale_base", scale_base, positive=True)
-    qr = rope.rope_apply(q, positions, base=base, layout=layout, x_layout=x_layout)
-    kr = rope.rope_apply(k, positions, base=base, layout=layout, x_layout=x_layout)
+    with raised_by(func, "rope_apply"):
+        qr = rope.rope_apply(q, positions, base=base, layout=layout, x_layout=x_layout)
+        kr = rope.rope_apply(k, positions, base=base, layout=layout, x_layout=x_layout)
     if qr.shape != kr.shape:
         raise SpecError(f"{func}: q and k must have the same shape, got {qr.shape} and {kr.shape}",
                         category="invalid_shape")
