@@ -14,8 +14,10 @@ from bad_input_table import BASES, ROWS, Row
 from posenc_ref import (
     alibi,
     attention,
+    attention_core,
     attention_pipeline,
     attention_positional,
+    attention_tiles,
     checks,
     deberta,
     grid2d,
@@ -33,7 +35,7 @@ from posenc_ref.errors import SpecError
 
 SPEC_MODULES: tuple[ModuleType, ...] = (
     sinusoidal, grid2d, learned, alibi, t5, deberta, shaw, transformer_xl, resample, rope, rope_scaling,
-    rope_variants, attention, attention_pipeline, attention_positional, checks,
+    rope_variants, attention, attention_core, attention_tiles, attention_pipeline, attention_positional, checks,
 )
 BUILDING_BLOCKS = {
     # public names that are internal building blocks of another public function, taking
@@ -42,6 +44,12 @@ BUILDING_BLOCKS = {
     "xpos_centre": "rope_xpos passes its validated length and centring",
     "mrope_stream": "mrope_cos_sin passes its validated section and layout",
     "prepare_pass": "the validation half of attention itself (the same checks, named 'attention')",
+    "direct": "attention's direct path, given the validated Pass that prepare_pass returns",
+    "blockwise": "attention's blockwise path, given the validated Pass that prepare_pass returns",
+    "tiles": "attention's row tiling of a validated Pass",
+    "tileable": "whether attention tiles a validated Pass",
+    "run": "attention's tile runner over a validated Pass",
+    "workers": "the size of attention's thread pool (POSENC_REF_THREADS), no arguments",
 }
 TIME_LIMIT_S = 1.0
 
