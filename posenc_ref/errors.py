@@ -204,8 +204,9 @@ def check_positions(
     elif array.dtype.kind not in "iu":
         raise TypeError(f"{func}: {name} must hold integers, got dtype {array.dtype}")
     if array.size:
-        # Note: compared in the input's own dtype, before any cast could wrap (uint64 2**63) or round
-        beyond = (array >= EXACT_LIMIT) | (array <= -EXACT_LIMIT) if array.dtype.kind != "u" else array >= EXACT_LIMIT
+        # Note: compared before any cast to int64 could wrap (uint64 2**63) or round; floats as float64
+        exact = array.astype(np.float64) if array.dtype.kind == "f" else array
+        beyond = (exact >= EXACT_LIMIT) | (exact <= -EXACT_LIMIT) if array.dtype.kind != "u" else exact >= EXACT_LIMIT
         if beyond.any():
             where = tuple(int(i) for i in np.argwhere(beyond)[0])
             shown = float(array[where]) if array.dtype.kind == "f" else int(array[where])

@@ -128,6 +128,7 @@ def rope_layout_permutation(rotary_dim: int, /, *, from_layout: str, to_layout: 
         raise SpecError(f"{func}: rotary_dim must be even, got rotary_dim={dim}")
     check_choice(func, "from_layout", from_layout, ("half", "interleaved"))
     check_choice(func, "to_layout", to_layout, ("half", "interleaved"))
+    check_size(func, "the permutation", (dim,))
     if from_layout == to_layout:
         return np.arange(dim, dtype=np.int64)
     j = np.arange(dim, dtype=np.int64)

@@ -74,7 +74,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, raised_by
+from posenc_ref.errors import (SpecError, check_choice, check_float, check_float_array, check_int, check_size,
+                               raised_by)
 
 RopeType = Literal["default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope", "proportional"]
 ROPE_TYPES: Final = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope", "proportional")
@@ -237,6 +238,7 @@ def _inv_freq(
     dim = check_int(func, "dim", dim, minimum=4 if rope_type in ("dynamic", "ntk_aware") else 2)
     if dim % 2:
         raise SpecError(f"{func}: dim must be even, got dim={dim}")
+    check_size(func, "the frequencies", (dim // 2,))
     base = check_float(func, "base", base, positive=True)
     check_choice(func, "dynamic_convention", dynamic_convention, DYNAMIC_CONVENTIONS)
     check_choice(func, "yarn_convention", yarn_convention, YARN_CONVENTIONS)

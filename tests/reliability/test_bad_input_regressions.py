@@ -210,3 +210,29 @@ def test_exact_decision_uses_no_big_powers() -> None:
     assert got[0] == steps
     assert got[1] == _ladder_exact(int(n[1]), exact, 2 * exact, steps, "floor")
     assert got[2] == _ladder_exact(int(n[2]), exact, 2 * exact, steps, "floor")
+
+
+def test_found_by_the_properties() -> None:
+    # float16 positions were compared with 2**53 in float16 (an overflow warning, an error here)
+    from posenc_ref.resample import cubic_kernel
+
+    assert sinusoidal_table(np.array([2048.0], dtype=np.float16), dim=2).shape == (1, 2)
+    assert t5_bucket(np.array(0.0, dtype=np.float16)).shape == ()
+    # the cubic kernel overflowed x**3 for huge x; it is 0 for |x| >= 2
+    assert cubic_kernel([1e300, -1e300, 2.0]).tolist() == [0.0, 0.0, 0.0]
+    # sizes far beyond memory are refused before the allocation
+    from posenc_ref.checks import extrapolation_check, scale_check
+    from posenc_ref.rope import rope_layout_permutation
+    from posenc_ref.rope_scaling import rope_inv_freq
+
+    for call, func in ((lambda: rope_inv_freq(dim=2**53), "rope_inv_freq"),
+                       (lambda: rope_layout_permutation(2**53, from_layout="half", to_layout="interleaved"),
+                        "rope_layout_permutation"),
+                       (lambda: extrapolation_check(lambda p: np.zeros((len(p), 1)), trained_length=2**53),
+                        "extrapolation_check")):
+        with pytest.raises(SpecError, match=f"{func}: .* above the size guard"):
+            _timed(call)
+    # a row norm of 1e160 is finite (its square is not); 1e308 rows overflow the mean
+    assert scale_check(np.full((1, 2), 1e150), [[1e160, 0.0]]).ratio == pytest.approx(1e10 / np.sqrt(2))
+    with pytest.raises(SpecError, match="scale_check: the mean row norm of embeddings overflows"):
+        scale_check(np.full((2, 2), 1e308), [[1.0, 1.0]])
