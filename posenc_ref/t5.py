@@ -100,7 +100,7 @@ def _iroot(x: int, k: int) -> int | None:
     """The integer ``k``-th root of ``x >= 1`` when ``x`` is a perfect ``k``-th power, else ``None``."""
     if k == 1:
         return x
-    c = round(x ** (1.0 / k))
+    c = int(round(x ** (1.0 / k)))
     for candidate in (c - 1, c, c + 1):
         if candidate >= 1 and candidate**k == x:
             return candidate

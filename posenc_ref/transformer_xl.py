@@ -171,7 +171,8 @@ def rel_shift_xlnet(x: Any, k_len: int) -> NDArray[np.float64]:
     k_len = check_int(func, "k_len", k_len, minimum=1)
     if k_len > rows - 1:
         raise SpecError(f"{func}: k_len must be <= R - 1 = {rows - 1} for x of shape {x.shape}, got k_len={k_len}")
-    return x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len]
+    shifted: NDArray[np.float64] = x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len]
+    return shifted
 
 
 def direct_index(x: Any, row_distances: Any, q_positions: Any, k_positions: Any, /) -> NDArray[np.float64]:
