@@ -63,7 +63,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.alibi import _query_key
-from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions, check_size
+from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float_array, check_int,
+                               check_positions, check_size)
 from posenc_ref.t5 import _ladder
 
 DistanceClamp = Literal["none", "max_relative_positions"]
@@ -243,12 +244,13 @@ def deberta_scores(
     check_size(func, "the relative logits", (heads, qp.size + kp.size, 2 * buckets + kp.size))
     index = _index(func, qp, kp, buckets, limit, distance_clamp)  # (Tq, Tk)
     terms = pos_att_type.split("|")
-    scores = arrays["q"] @ np.swapaxes(arrays["k"], -1, -2)  # (H, Tq, Tk)
-    if "c2p" in terms:
-        c2p = arrays["q"] @ np.swapaxes(arrays["pos_key"], -1, -2)  # (H, Tq, 2b): every query against every row
-        scores = scores + np.take_along_axis(c2p, np.broadcast_to(index, (heads,) + index.shape), axis=-1)
-    if "p2c" in terms:
-        p2c = arrays["k"] @ np.swapaxes(arrays["pos_query"], -1, -2)  # (H, Tk, 2b)
-        scores = scores + p2c[:, np.arange(kp.size)[None, :], index]  # Note: idx(i - j), not the paper's idx(j - i)
-    result: NDArray[np.float64] = scores / math.sqrt(dim * (1 + len(terms)))
-    return result
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = arrays["q"] @ np.swapaxes(arrays["k"], -1, -2)  # (H, Tq, Tk)
+        if "c2p" in terms:
+            c2p = arrays["q"] @ np.swapaxes(arrays["pos_key"], -1, -2)  # (H, Tq, 2b): every query against every row
+            scores = scores + np.take_along_axis(c2p, np.broadcast_to(index, (heads,) + index.shape), axis=-1)
+        if "p2c" in terms:
+            p2c = arrays["k"] @ np.swapaxes(arrays["pos_query"], -1, -2)  # (H, Tk, 2b)
+            scores = scores + p2c[:, np.arange(kp.size)[None, :], index]  # Note: idx(i - j), not the paper's
+        result: NDArray[np.float64] = scores / math.sqrt(dim * (1 + len(terms)))
+    return check_finite_result(func, "the scores (from q, k, pos_key and pos_query)", result)

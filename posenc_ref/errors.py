@@ -267,6 +267,17 @@ def check_finite_bound(func: str, what: str, *factors: float) -> None:
         raise SpecError(f"{func}: {what} overflows float64 (bound {shown} is not finite)")
 
 
+def check_finite_result(func: str, what: str, result: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``result``, or a SpecError when finite inputs overflowed float64 while computing it.
+
+    Call sites compute ``result`` under ``numpy.errstate(over="ignore", invalid="ignore")``;
+    ``what`` names the result and the arguments it is computed from.
+    """
+    if not np.isfinite(result).all():
+        raise SpecError(f"{func}: {what} overflows float64 for these finite inputs")
+    return result
+
+
 def check_phase_range(func: str, pos_name: str, positions: NDArray[Any], freq_name: str,
                       frequencies: NDArray[Any]) -> None:
     """Refuse positions x frequencies whose product would overflow to an infinite phase."""

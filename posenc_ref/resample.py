@@ -72,7 +72,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_size
+from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float, check_float_array, check_int,
+                               check_size)
 
 Kernel = Literal["bicubic", "bilinear"]
 Antialias = Literal["off", "on"]
@@ -314,7 +315,9 @@ def resample_table_1d(
                             scale_offset, "new_length")
     check_size(func, "the resampled table", (prefix_count + m, rows.shape[1]))
     matrix = _axis(n, m, scale, kernel, float(cubic_a), antialias, coordinates)[0]
-    return np.concatenate([prefix, matrix @ rows], axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        resampled = matrix @ rows
+    return np.concatenate([prefix, check_finite_result(func, "the resampled table", resampled)], axis=0)
 
 
 def resample_grid_2d(
@@ -369,5 +372,7 @@ def resample_grid_2d(
     w_h = _axis(n_h, m_h, scale_h, kernel, float(cubic_a), antialias, coordinates)[0]
     w_w = _axis(n_w, m_w, scale_w, kernel, float(cubic_a), antialias, coordinates)[0]
     grid = rows.reshape(height, width, -1)  # (H, W, D)
-    resized = np.einsum("ph,hwd,qw->pqd", w_h, grid, w_w, optimize=True)  # (m_H, m_W, D)
+    with np.errstate(over="ignore", invalid="ignore"):
+        resized = np.einsum("ph,hwd,qw->pqd", w_h, grid, w_w, optimize=True)  # (m_H, m_W, D)
+    check_finite_result(func, "the resampled table", resized)
     return np.concatenate([prefix, resized.reshape(m_h * m_w, -1)], axis=0)

@@ -61,7 +61,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions, check_size
+from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float_array, check_int,
+                               check_positions, check_size)
 
 Sign = Literal["key_minus_query", "query_minus_key"]
 SIGNS: Final = ("key_minus_query", "query_minus_key")
@@ -208,9 +209,10 @@ def shaw_logits(
         raise SpecError(f"{func}: q and k must have the same width, got {queries.shape[1]} and {keys.shape[1]}",
                         category="invalid_shape")
     table = _table(func, "rel_keys", rel_keys, int(max_relative_position), queries.shape[1])
-    per_distance = queries @ table.T  # (Tq, 2K+1): one dot product per distinct clipped distance
-    logits: NDArray[np.float64] = queries @ keys.T + np.take_along_axis(per_distance, index, axis=1)
-    return logits
+    with np.errstate(over="ignore", invalid="ignore"):
+        per_distance = queries @ table.T  # (Tq, 2K+1): one dot product per distinct clipped distance
+        logits: NDArray[np.float64] = queries @ keys.T + np.take_along_axis(per_distance, index, axis=1)
+    return check_finite_result(func, "the logits (from q, k and rel_keys)", logits)
 
 
 def shaw_output(
@@ -260,6 +262,7 @@ def shaw_output(
     table = _table(func, "rel_values", rel_values, int(max_relative_position), values.shape[1])
     # W[i, r] = sum of the weights of row i whose key sits at clipped distance r: (Tq, 2K+1)
     flat = (np.arange(tq, dtype=np.int64)[:, None] * rows + index).ravel()
-    per_distance = np.bincount(flat, weights=alpha.ravel(), minlength=tq * rows).reshape(tq, rows)
-    output: NDArray[np.float64] = alpha @ values + per_distance @ table
-    return output
+    with np.errstate(over="ignore", invalid="ignore"):
+        per_distance = np.bincount(flat, weights=alpha.ravel(), minlength=tq * rows).reshape(tq, rows)
+        output: NDArray[np.float64] = alpha @ values + per_distance @ table
+    return check_finite_result(func, "the output (from weights, v and rel_values)", output)

@@ -70,8 +70,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import (SpecError, check_choice, check_float, check_float_array, check_int, check_phase_range,
-                               check_positions, check_size)
+from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float, check_float_array, check_int,
+                               check_phase_range, check_positions, check_size)
 from posenc_ref.shaw import check_self_attention_positions
 from posenc_ref.sinusoidal import _frequencies
 
@@ -343,6 +343,14 @@ def xl_score(
             raise SpecError(f"{func}: {name} must have shape ({dim},), got {bias.shape}", category="invalid_shape")
         biases.append(bias)
     check_size(func, "the score", (q_pos.size, k_pos.size))
+    with np.errstate(over="ignore", invalid="ignore"):
+        score = _score_terms(queries, keys, biases, projection, q_pos, k_pos, clamp_len, base, func)
+    return check_finite_result(func, "the score (from q, k, u, v and w_r)", score)
+
+
+def _score_terms(queries: NDArray[np.float64], keys: NDArray[np.float64], biases: list[NDArray[np.float64]],
+                 projection: NDArray[np.float64], q_pos: NDArray[np.int64], k_pos: NDArray[np.int64], clamp_len: int,
+                 base: Any, func: str) -> NDArray[np.float64]:
     content = (queries + biases[0]) @ keys.T  # (Tq, Tk): terms (a) + (c)
     distance = q_pos[:, None] - k_pos[None, :]  # (Tq, Tk), query minus key
     if clamp_len > 0:

@@ -530,6 +530,18 @@ ROWS: list[Row] = [
     ("xl_terms", "w_r", np.ones((1, 3, 2)), SpecError, IA, ("w_r", "dim=3")),
     ("xl_terms", "v", np.ones((2, 2)), SpecError, IS, ("v", "(2, 2)")),
     ("xl_terms", "base", -1.0, SpecError, IA, ("base", "-1.0")),
+    # --- finite inputs whose products overflow float64 -------------------------------------
+    ("shaw_logits", "q", np.full((2, 3), 1.7e308), SpecError, IA, ("logits", "q", "overflows")),
+    ("shaw_logits", "rel_keys", np.full((3, 3), -1.7e308), SpecError, IA, ("logits", "rel_keys", "overflows")),
+    ("shaw_output", "weights", np.full((2, 2), 1.7e308), SpecError, IA, ("output", "weights", "overflows")),
+    ("deberta_scores", "pos_key", np.full((1, 8, 3), 1.7e308), SpecError, IA, ("scores", "pos_key", "overflows")),
+    ("deberta_scores", "k", np.full((1, 2, 3), 1.7e308), SpecError, IA, ("scores", "k", "overflows")),
+    ("xl_score", "w_r", np.full((2, 2), 1.7e308), SpecError, IA, ("score", "w_r", "overflows")),
+    ("xl_score", "u", np.full(2, 1.7e308), SpecError, IA, ("score", "u", "overflows")),
+    ("resample_table_1d", "table", np.full((5, 2), 1.7e308), SpecError, IA, ("resampled table", "overflows")),
+    ("resample_grid_2d", "table", np.full((7, 2), -1.7e308), SpecError, IA, ("resampled table", "overflows")),
+    ("attention_layer", "embedding", np.full((3, 4), 1e300), SpecError, IA, ("logits", "overflows")),
+    ("scale_check", "embeddings", np.full((2, 2), 1.7e308), SpecError, IA, ("embeddings", "inf")),
     # --- checks ----------------------------------------------------------------------------
     *_array_rows("scale_check", "embeddings", 2),
     ("scale_check", "embeddings", [[0.0, 0.0]], SpecError, IA, ("embeddings", "0.0")),
