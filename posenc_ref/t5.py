@@ -155,13 +155,18 @@ def _ladder(func: str, n: NDArray[np.int64], exact: int, limit: int, steps: int,
     nearest = np.rint(value)
     result = (np.floor(value) if rounding == "floor" else np.ceil(value)).astype(np.int64)
     ambiguous = np.abs(value - nearest) <= _WINDOW * np.maximum(1.0, value)
-    # loops over the distinct distances whose value is (nearly) an integer, not over positions
-    for distance, r in set(zip(flat[ambiguous].tolist(), nearest[ambiguous].astype(np.int64).tolist())):
-        side = _side_of_integer(distance, exact, limit, steps, r)
-        if rounding == "floor":
-            result[flat == distance] = r if side >= 0 else r - 1
-        else:
-            result[flat == distance] = r if side <= 0 else r + 1
+    where = np.flatnonzero(ambiguous)
+    if where.size:  # decides each distinct distance whose value is (nearly) an integer once
+        distances, first, inverse = np.unique(flat[where], return_index=True, return_inverse=True)
+        candidates = nearest[where][first].astype(np.int64)
+        decided = []
+        for distance, r in zip(distances.tolist(), candidates.tolist()):
+            side = _side_of_integer(distance, exact, limit, steps, r)
+            if rounding == "floor":
+                decided.append(r if side >= 0 else r - 1)
+            else:
+                decided.append(r if side <= 0 else r + 1)
+        result[where] = np.asarray(decided, dtype=np.int64)[inverse.reshape(-1)]
     return result.reshape(np.shape(n))
 
 
