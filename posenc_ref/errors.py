@@ -229,6 +229,8 @@ def check_float_array(
     array = _as_array(func, name, value)
     if array.dtype.kind == "c":
         raise TypeError(f"{func}: {name} must be real, got dtype {array.dtype}")
+    if array.dtype.kind == "b":
+        raise TypeError(f"{func}: {name} must hold real numbers, got a boolean array")
     if ndim is not None and array.ndim != ndim:
         raise SpecError(
             f"{func}: {name} must have {ndim} dimension(s), got shape {array.shape}",

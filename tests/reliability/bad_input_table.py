@@ -222,6 +222,7 @@ def _array_rows(func: str, name: str, ndim: int) -> list[Row]:
         (func, name, np.ones((2,) * (ndim + 1)), SpecError, IS, (name, "shape")),
         (func, name, "x", TypeError, None, (name, "str")),
         (func, name, good.astype(np.complex128), TypeError, None, (name, "complex")),
+        (func, name, good.astype(bool), TypeError, None, (name, "boolean")),
     ]
 
 
