@@ -34,8 +34,11 @@ Conventions
 * p2c reads the **same** index ``idx(δ(i, j))`` as c2p in both codebases; the paper writes
   ``δ(j, i)`` (microsoft/DeBERTa#47; the sign slip of nntrainer#3982).
 * Exact values: the ceil is exact. The reference evaluates the formula in float64 and decides
-  every value within ``1e-9`` of an integer ``r`` in integers (``n^(mid-1) mid^r`` against
-  ``(M-1)^r mid^(mid-1)``); at ``|δ| = M - 1`` the value is exactly ``mid - 1``.
+  every value within ``2**-44`` (relative) of an integer ``r`` exactly (the side of
+  ``n^(mid-1) mid^r`` against ``(M-1)^r mid^(mid-1)``, without forming those powers:
+  :func:`posenc_ref.t5.log_ladder`); at ``|δ| = M - 1`` the value is exactly ``mid - 1``. A
+  distance whose log value reaches ``2**36`` (possible only without the clamp, with ``M - 1``
+  barely above ``mid``) is refused: beyond it float64 cannot single out the integer.
 * Computation order of the scores: the three dot products are summed, then divided once by
   ``sqrt(d (1 + n))`` (both codebases divide each term before summing; the difference is a few
   ulp and within the tolerance).

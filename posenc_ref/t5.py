@@ -29,9 +29,12 @@ Conventions
 * Saturation comes from the cap at ``B - 1``, **not** from clipping the distance: with
   ``(32, 128)`` bidirectional, bucket 15 starts at ``|r| = 91``; causal, bucket 31 at ``113``.
 * Exact values: the buckets are the exact floor of the real-valued formula. The reference
-  evaluates it in float64 and decides every value within ``1e-9`` of an integer ``r`` in
-  integers (:math:`n^{B-E} E^r \ge D^r E^{B-E}`), so the boundary distances where the formula
-  is an integer (16, 32, 64 for ``(32, 128)`` bidirectional) are exact.
+  evaluates it in float64 (through ``log1p``) and decides every value within ``2**-44``
+  (relative) of an integer ``r`` exactly, the side of :math:`n^{B-E} E^r` against
+  :math:`D^r E^{B-E}` found without forming those powers (:func:`log_ladder`), so the
+  boundary distances where the formula is an integer (16, 32, 64 for ``(32, 128)``
+  bidirectional) are exact and the work stays bounded. Distances ``|r| >= D`` are evaluated at
+  ``D`` (the cap ``B - 1`` applies from there on).
   HF's float32 ``log`` agrees there (the raw values are exactly 2.0, 4.0, 6.0 in float32).
 * ``direction``: ``"bidirectional"`` (HF encoder, ``bidirectional=not is_decoder``; Mesh-TF
   when not ``fully_autoregressive``, prefix-LMs included) or ``"unidirectional"`` (decoder
@@ -155,10 +158,10 @@ def _ladder(func: str, n: NDArray[np.int64], exact: int, limit: int, steps: int,
     nearest = np.rint(value)
     result = (np.floor(value) if rounding == "floor" else np.ceil(value)).astype(np.int64)
     ambiguous = np.abs(value - nearest) <= _WINDOW * np.maximum(1.0, value)
-    where = np.flatnonzero(ambiguous)
-    if where.size:  # decides each distinct distance whose value is (nearly) an integer once
-        distances, first, inverse = np.unique(flat[where], return_index=True, return_inverse=True)
-        candidates = nearest[where][first].astype(np.int64)
+    near = np.flatnonzero(ambiguous)
+    if near.size:  # decides each distinct distance whose value is (nearly) an integer once
+        distances, first, inverse = np.unique(flat[near], return_index=True, return_inverse=True)
+        candidates = nearest[near][first].astype(np.int64)
         decided = []
         for distance, r in zip(distances.tolist(), candidates.tolist()):
             side = _side_of_integer(distance, exact, limit, steps, r)
@@ -166,7 +169,7 @@ def _ladder(func: str, n: NDArray[np.int64], exact: int, limit: int, steps: int,
                 decided.append(r if side >= 0 else r - 1)
             else:
                 decided.append(r if side <= 0 else r + 1)
-        result[where] = np.asarray(decided, dtype=np.int64)[inverse.reshape(-1)]
+        result[near] = np.asarray(decided, dtype=np.int64)[inverse.reshape(-1)]
     return result.reshape(np.shape(n))
 
 

@@ -213,8 +213,9 @@ def direct_index(x: Any, row_distances: Any, q_positions: Any, k_positions: Any,
         raise SpecError(f"{func}: x must have shape (len(q_positions), len(row_distances)) = "
                         f"({q_pos.size}, {rows.size}), got {bd.shape}", category="invalid_shape")
     order = np.argsort(rows, kind="stable")
-    if np.any(np.diff(rows[order]) == 0):
-        raise SpecError(f"{func}: row_distances must all differ")
+    repeated = np.flatnonzero(np.diff(rows[order]) == 0)
+    if repeated.size:
+        raise SpecError(f"{func}: row_distances must all differ, got {int(rows[order][repeated[0]])} twice")
     check_size(func, "the output", (q_pos.size, k_pos.size))
     distance = q_pos[:, None] - k_pos[None, :]  # (Tq, Tk)
     slot = np.clip(np.searchsorted(rows[order], distance), 0, rows.size - 1)
