@@ -30,6 +30,8 @@ def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
     >>> yarn_mscale(1.0), round(yarn_mscale(math.e), 12)
     (1.0, 1.1)
     """
+    factor = check_float("yarn_mscale", "factor", factor)
+    mscale = check_float("yarn_mscale", "mscale", mscale)
     return 1.0 if factor <= 1.0 else 0.1 * mscale * math.log(factor) + 1.0
 
 
@@ -44,6 +46,16 @@ def yarn_correction_range(
     >>> yarn_correction_range(dim=128, base=1e4, original_max_position=4096)
     (20, 46)
     """
+    func = "yarn_correction_range"
+    dim = check_int(func, "dim", dim, minimum=2)
+    base = check_float(func, "base", base, positive=True)
+    if base <= 1.0:
+        raise SpecError(f"{func}: base must be > 1 (ln(base) divides), got base={base!r}")
+    original_max_position = check_int(func, "original_max_position", original_max_position, minimum=1)
+    for name, beta in (("beta_fast", beta_fast), ("beta_slow", beta_slow)):
+        if beta is not None:
+            check_float(func, name, beta, nonnegative=True)
+
     def correction(rotations: float) -> float:
         return dim * math.log(original_max_position / (rotations * 2 * math.pi)) / (2 * math.log(base))
 

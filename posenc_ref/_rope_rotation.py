@@ -27,7 +27,8 @@ def validate_x(func: str, name: str, x: Any, x_layout: str) -> NDArray[np.float6
     check_choice(func, "x_layout", x_layout, X_LAYOUTS)
     if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim == 4 and x.size:
         if not np.isfinite(x).all():  # Note: no float64 copy of x just to validate it
-            raise SpecError(f"{func}: {name} must be finite")
+            where = tuple(int(i) for i in np.argwhere(~np.isfinite(x))[0])
+            raise SpecError(f"{func}: {name} must be finite, got {x[where]!r} at index {where}")
         return x
     return check_float_array(func, name, x, ndim=4)
 

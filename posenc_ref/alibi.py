@@ -62,11 +62,13 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_int, check_positions
+from posenc_ref.errors import SpecError, check_choice, check_float, check_int, check_positions, check_size
 
 SlopeRule = Literal["press", "geometric"]
 Form = Literal["relative_causal", "key_only", "symmetric", "bottom_right"]
 SLOPE_RULES: Final = ("press", "geometric")
+_MAX_EXPONENT: Final = 1074.0
+"""The largest ``x`` with ``2**-x`` a non-zero float64 (the smallest subnormal)."""
 FORMS: Final = ("relative_causal", "key_only", "symmetric", "bottom_right")
 
 
@@ -90,10 +92,19 @@ def alibi_slope_ladder(
     >>> x.tolist(), k.tolist()
     ([2.0, 4.0, 6.0, 8.0, 1.0, 3.0], [1, 2, 3, 4, 1, 3])
     """
-    func = "alibi_slope_ladder"
+    return _ladder("alibi_slope_ladder", num_heads, slope_rule, bias_max)
+
+
+def _ladder(func: str, num_heads: Any, slope_rule: Any, bias_max: Any) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """:func:`alibi_slope_ladder`; errors name ``func``."""
     num_heads = check_int(func, "num_heads", num_heads, minimum=1)
     check_choice(func, "slope_rule", slope_rule, SLOPE_RULES)
     bias_max = check_float(func, "bias_max", bias_max, positive=True)
+    if bias_max > _MAX_EXPONENT:
+        # Note: 2**-x underflows to 0 (a slope of zero, no bias) for x > 1074
+        raise SpecError(f"{func}: bias_max must be <= {_MAX_EXPONENT} so that every slope 2**-x is a non-zero "
+                        f"float64, got bias_max={bias_max!r}")
+    check_size(func, "the slopes", (num_heads,))
     heads = np.arange(1, num_heads + 1, dtype=np.int64)
     if slope_rule == "geometric":
         return bias_max * heads / num_heads, heads
@@ -135,7 +146,11 @@ def alibi_slopes(*, num_heads: int, slope_rule: SlopeRule = "press", bias_max: f
     >>> (-np.log2(alibi_slopes(num_heads=3))).tolist()
     [4.0, 8.0, 2.0]
     """
-    exponents, _ = alibi_slope_ladder(num_heads=num_heads, slope_rule=slope_rule, bias_max=bias_max)
+    return _slopes("alibi_slopes", num_heads, slope_rule, bias_max)
+
+
+def _slopes(func: str, num_heads: Any, slope_rule: Any, bias_max: Any) -> NDArray[np.float64]:
+    exponents, _ = _ladder(func, num_heads, slope_rule, bias_max)
     return np.exp2(-exponents)
 
 
@@ -200,8 +215,9 @@ def alibi_bias(
     """
     func = "alibi_bias"
     check_choice(func, "form", form, FORMS)
-    slopes = alibi_slopes(num_heads=num_heads, slope_rule=slope_rule, bias_max=bias_max)
+    slopes = _slopes(func, num_heads, slope_rule, bias_max)
     q, k = _query_key(func, query_positions, key_positions)
+    check_size(func, "the bias", q.shape[:-1] + (slopes.size, q.shape[-1], k.shape[-1]))
     i = q[..., :, None]  # (..., Tq, 1)
     j = k[..., None, :]  # (..., 1, Tk)
     if form == "relative_causal":

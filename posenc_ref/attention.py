@@ -117,7 +117,7 @@ from posenc_ref._attention_masks import position_array as _position_array
 from posenc_ref._attention_masks import shape_error as _shape_error
 from posenc_ref._attention_masks import structural_keep as _structural_keep
 from posenc_ref._attention_tiles import run, tileable
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int
+from posenc_ref.errors import SpecError, check_choice, check_finite_bound, check_float, check_float_array, check_int
 
 Alignment = Literal["top_left", "bottom_right"]
 FullyMasked = Literal["zeros", "nan", "uniform", "error"]
@@ -303,6 +303,11 @@ def prepare_pass(
         k = check_float_array(func, "qk_transform(...)[1]", k2, ndim=4)
         if q.shape != (b, h, tq, d) or k.shape != (b, hkv, tk, d):
             raise _shape_error(func, f"qk_transform must keep the shapes of q and k, got {q.shape} and {k.shape}")
+    logits = (float(np.abs(q).max()), float(np.abs(k).max()), d * abs(factor))  # |scale * q . k| <= their product
+    check_finite_bound(func, "max|q| * max|k| * D * scale (the logits)", *logits)
+    added = [float(np.abs(a[np.isfinite(a)]).max(initial=0.0)) for a in (bias_array, additive)
+             if a is not None and a.dtype != np.bool_]  # Note: -inf mask entries remove, they never add
+    check_finite_bound(func, "the logits plus bias and mask", logits[0] * logits[1] * logits[2] + sum(added))
     offset = tk - tq if alignment == "bottom_right" else 0
     keep = _structural_keep(tq, tk, bool(causal), offset, window)
     if keep is not None:

@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.attention import attention
-from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions
+from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions, raised_by
 
 PePlacement = Literal["input", "after_block"]
 PE_PLACEMENTS: Final = ("input", "after_block")
@@ -143,7 +143,8 @@ def attention_layer(
     q = _split_heads(x @ w["w_q"], heads)
     k = _split_heads(x @ w["w_k"], kv_heads)
     v = _split_heads(x @ w["w_v"], kv_heads)
-    result = attention(q, k, v, causal=causal, **dict(attention_kwargs or {}))
+    with raised_by("attention_layer", "attention"):
+        result = attention(q, k, v, causal=causal, **dict(attention_kwargs or {}))
     out = result[0] if isinstance(result, tuple) else result
     merged = out.transpose(0, 2, 1, 3).reshape(b, t, heads * head_dim)  # (B, T, H*D)
     y: NDArray[np.float64] = merged @ w["w_o"]

@@ -38,9 +38,9 @@ from numpy.typing import NDArray
 
 from posenc_ref._attention_blockwise import F64, LogitsTerm
 from posenc_ref.attention import QKTransform
-from posenc_ref.errors import SpecError, check_float_array
-from posenc_ref.rope import Layout, rope_apply
-from posenc_ref.shaw import Sign, shaw_relative_index
+from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int
+from posenc_ref.rope import LAYOUTS, Layout, rope_apply
+from posenc_ref.shaw import SIGNS, Sign, shaw_relative_index
 from posenc_ref.transformer_xl import xl_relative_embedding
 
 
@@ -66,6 +66,9 @@ def rope_qk(*, base: float = 10000.0, layout: Layout = "half") -> QKTransform:
     >>> [round(float(x), 12) for x in np.linalg.norm(q2, axis=-1).ravel()]
     [2.0, 2.0]
     """
+
+    check_float("rope_qk", "base", base, positive=True)
+    check_choice("rope_qk", "layout", layout, LAYOUTS)
 
     def transform(q: F64, k: F64, q_positions: NDArray[np.int64], k_positions: NDArray[np.int64]) -> tuple[F64, F64]:
         return (rope_apply(q, q_positions, base=base, layout=layout),
@@ -111,6 +114,8 @@ def shaw_terms(rel_keys: Any, rel_values: Any, /, *, max_relative_position: int,
     ([[[[0.0, 0.0]]]], [[[0.0, 1.0], [2.0, 3.0]]])
     """
     func = "shaw_terms"
+    check_int(func, "max_relative_position", max_relative_position, minimum=1)
+    check_choice(func, "sign", sign, SIGNS)
     keys = check_float_array(func, "rel_keys", rel_keys, ndim=2)
     values = check_float_array(func, "rel_values", rel_values, ndim=2)
     if keys.shape != values.shape or keys.shape[0] != 2 * max_relative_position + 1:
@@ -156,6 +161,7 @@ def xl_terms(u: Any, v: Any, w_r: Any, /, *, base: float = 10000.0) -> LogitsTer
     [[[[1.0, 2.0]]]]
     """
     func = "xl_terms"
+    check_float(func, "base", base, positive=True)
     content = check_float_array(func, "u", u, ndim=2)
     position = check_float_array(func, "v", v, ndim=2)
     projection = check_float_array(func, "w_r", w_r, ndim=3)
@@ -163,6 +169,9 @@ def xl_terms(u: Any, v: Any, w_r: Any, /, *, base: float = 10000.0) -> LogitsTer
     if position.shape != (heads, dim) or projection.shape[0] != heads or projection.shape[2] != dim:
         raise SpecError(f"{func}: u and v must have shape (H, D) and w_r (H, D_r, D), got {content.shape}, "
                         f"{position.shape} and {projection.shape}", category="invalid_shape")
+    if projection.shape[1] % 2:
+        raise SpecError(f"{func}: the rows D_r of w_r are the sinusoid's dim, and dim must be even, "
+                        f"got dim={projection.shape[1]} (w_r of shape {projection.shape})")
 
     def term(q: F64, k: F64, q_positions: NDArray[np.int64], k_positions: NDArray[np.int64]) -> F64:
         if q.shape[1] != heads or q.shape[-1] != dim:

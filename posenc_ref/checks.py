@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_float, check_float_array, check_int
+from posenc_ref.errors import SpecError, check_float, check_float_array, check_int, check_size
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,14 @@ class ScaleCheck:
     ratio: float
     max_ratio: float
     passed: bool
+
+
+def _mean_row_norm(rows: NDArray[np.float64]) -> float:
+    """Mean L2 row norm, each row scaled by its largest magnitude first (no overflow of the squares)."""
+    peak = np.abs(rows).max(axis=1)
+    with np.errstate(over="ignore"):
+        norms = peak * np.linalg.norm(rows / np.where(peak == 0.0, 1.0, peak)[:, None], axis=1)
+        return float(norms.mean())
 
 
 def scale_check(embeddings: Any, encodings: Any, /, *, max_ratio: float = 1.0) -> ScaleCheck:
@@ -97,10 +105,12 @@ def scale_check(embeddings: Any, encodings: Any, /, *, max_ratio: float = 1.0) -
             f"{func}: embeddings and encodings must have the same width, got {emb.shape[1]} and {enc.shape[1]}",
             category="invalid_shape",
         )
-    embedding_norm = float(np.linalg.norm(emb, axis=1).mean())
+    embedding_norm, encoding_norm = _mean_row_norm(emb), _mean_row_norm(enc)
+    for name, norm in (("embeddings", embedding_norm), ("encodings", encoding_norm)):
+        if not np.isfinite(norm):
+            raise SpecError(f"{func}: the mean row norm of {name} overflows float64, got {norm!r}")
     if embedding_norm == 0.0:
         raise SpecError(f"{func}: embeddings must not be all zero, got mean row norm 0.0")
-    encoding_norm = float(np.linalg.norm(enc, axis=1).mean())
     ratio = encoding_norm / embedding_norm
     return ScaleCheck(embedding_norm, encoding_norm, ratio, max_ratio, ratio <= max_ratio)
 
@@ -192,6 +202,7 @@ def extrapolation_check(
     if factor <= 1.0:
         raise SpecError(f"{func}: factor must be > 1, got factor={factor!r}")
     evaluated = int(np.ceil(factor * trained_length))
+    check_size(func, "the evaluated positions", (evaluated,))
     inside = _rows(func, encode(np.arange(trained_length, dtype=np.int64)), trained_length)
     try:
         result = encode(np.arange(trained_length, evaluated, dtype=np.int64))

@@ -34,8 +34,11 @@ Conventions
 * p2c reads the **same** index ``idx(δ(i, j))`` as c2p in both codebases; the paper writes
   ``δ(j, i)`` (microsoft/DeBERTa#47; the sign slip of nntrainer#3982).
 * Exact values: the ceil is exact. The reference evaluates the formula in float64 and decides
-  every value within ``1e-9`` of an integer ``r`` in integers (``n^(mid-1) mid^r`` against
-  ``(M-1)^r mid^(mid-1)``); at ``|δ| = M - 1`` the value is exactly ``mid - 1``.
+  every value within ``2**-44`` (relative) of an integer ``r`` exactly (the side of
+  ``n^(mid-1) mid^r`` against ``(M-1)^r mid^(mid-1)``, without forming those powers:
+  :func:`posenc_ref.t5.log_ladder`); at ``|δ| = M - 1`` the value is exactly ``mid - 1``. A
+  distance whose log value reaches ``2**36`` (possible only without the clamp, with ``M - 1``
+  barely above ``mid``) is refused: beyond it float64 cannot single out the integer.
 * Computation order of the scores: the three dot products are summed, then divided once by
   ``sqrt(d (1 + n))`` (both codebases divide each term before summing; the difference is a few
   ulp and within the tolerance).
@@ -63,8 +66,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.alibi import _query_key
-from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions
-from posenc_ref.t5 import log_ladder
+from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float_array, check_int,
+                               check_positions, check_size)
+from posenc_ref.t5 import _ladder
 
 DistanceClamp = Literal["none", "max_relative_positions"]
 PosAttType = Literal["c2p|p2c", "c2p", "p2c"]
@@ -125,12 +129,16 @@ def deberta_bucket(
     func = "deberta_bucket"
     buckets, limit = _validate(func, position_buckets, max_relative_positions, distance_clamp)
     delta = check_positions(func, "relative_positions", relative_positions, nonnegative=False)
+    return _bucket(func, delta, buckets, limit, distance_clamp)
+
+
+def _bucket(func: str, delta: NDArray[np.int64], buckets: int, limit: int, distance_clamp: str) -> NDArray[np.int64]:
     if distance_clamp == "max_relative_positions":
         delta = np.clip(delta, -(limit - 1), limit - 1)
     mid = buckets // 2
     n = np.abs(delta)
-    ladder = log_ladder(np.maximum(n, mid), mid, limit - 1, mid - 1, rounding="ceil")
-    result: NDArray[np.int64] = np.where(n <= mid, delta, np.sign(delta) * (mid + ladder))
+    ladder = _ladder(func, np.maximum(n, mid), mid, limit - 1, mid - 1, "ceil")
+    result: NDArray[np.int64] = np.asarray(np.where(n <= mid, delta, np.sign(delta) * (mid + ladder)))
     return result
 
 
@@ -157,11 +165,16 @@ def deberta_index(
     [[1]]
     """
     func = "deberta_index"
-    buckets, _ = _validate(func, position_buckets, max_relative_positions, distance_clamp)
+    buckets, limit = _validate(func, position_buckets, max_relative_positions, distance_clamp)
     q, k = _query_key(func, query_positions, key_positions)
+    return _index(func, q, k, buckets, limit, distance_clamp)
+
+
+def _index(func: str, q: NDArray[np.int64], k: NDArray[np.int64], buckets: int, limit: int, distance_clamp: str
+           ) -> NDArray[np.int64]:
+    check_size(func, "the relative index", q.shape + k.shape[-1:])
     delta = q[..., :, None] - k[..., None, :]  # (..., Tq, Tk)
-    bucket = deberta_bucket(delta, position_buckets=buckets, max_relative_positions=max_relative_positions,
-                            distance_clamp=distance_clamp)
+    bucket = _bucket(func, delta, buckets, limit, distance_clamp)
     index: NDArray[np.int64] = np.clip(bucket + buckets, 0, 2 * buckets - 1)
     return index
 
@@ -215,7 +228,7 @@ def deberta_scores(
     """
     func = "deberta_scores"
     check_choice(func, "pos_att_type", pos_att_type, POS_ATT_TYPES)
-    buckets, _ = _validate(func, position_buckets, max_relative_positions, distance_clamp)
+    buckets, limit = _validate(func, position_buckets, max_relative_positions, distance_clamp)
     qp = check_positions(func, "query_positions", query_positions)
     kp = check_positions(func, "key_positions", key_positions)
     if qp.ndim != 1 or kp.ndim != 1:
@@ -231,15 +244,16 @@ def deberta_scores(
         if arrays[name].shape != shape:
             raise SpecError(f"{func}: {name} must have shape {letters} = {shape}, got shape {arrays[name].shape}",
                             category="invalid_shape")
-    index = deberta_index(qp, kp, position_buckets=buckets, max_relative_positions=max_relative_positions,
-                          distance_clamp=distance_clamp)  # (Tq, Tk)
+    check_size(func, "the relative logits", (heads, qp.size + kp.size, 2 * buckets + kp.size))
+    index = _index(func, qp, kp, buckets, limit, distance_clamp)  # (Tq, Tk)
     terms = pos_att_type.split("|")
-    scores = arrays["q"] @ np.swapaxes(arrays["k"], -1, -2)  # (H, Tq, Tk)
-    if "c2p" in terms:
-        c2p = arrays["q"] @ np.swapaxes(arrays["pos_key"], -1, -2)  # (H, Tq, 2b): every query against every row
-        scores = scores + np.take_along_axis(c2p, np.broadcast_to(index, (heads,) + index.shape), axis=-1)
-    if "p2c" in terms:
-        p2c = arrays["k"] @ np.swapaxes(arrays["pos_query"], -1, -2)  # (H, Tk, 2b)
-        scores = scores + p2c[:, np.arange(kp.size)[None, :], index]  # Note: idx(i - j), not the paper's idx(j - i)
-    result: NDArray[np.float64] = scores / math.sqrt(dim * (1 + len(terms)))
-    return result
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = arrays["q"] @ np.swapaxes(arrays["k"], -1, -2)  # (H, Tq, Tk)
+        if "c2p" in terms:
+            c2p = arrays["q"] @ np.swapaxes(arrays["pos_key"], -1, -2)  # (H, Tq, 2b): every query against every row
+            scores = scores + np.take_along_axis(c2p, np.broadcast_to(index, (heads,) + index.shape), axis=-1)
+        if "p2c" in terms:
+            p2c = arrays["k"] @ np.swapaxes(arrays["pos_query"], -1, -2)  # (H, Tk, 2b)
+            scores = scores + p2c[:, np.arange(kp.size)[None, :], index]  # Note: idx(i - j), not the paper's
+        result: NDArray[np.float64] = scores / math.sqrt(dim * (1 + len(terms)))
+    return check_finite_result(func, "the scores (from q, k, pos_key and pos_query)", result)

@@ -53,8 +53,9 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_int, check_positions
-from posenc_ref.sinusoidal import Ladder, sinusoidal_frequencies
+from posenc_ref.errors import (SpecError, check_choice, check_exact_range, check_float, check_int, check_phase_range,
+                               check_positions, check_size)
+from posenc_ref.sinusoidal import LADDERS, Ladder, _frequencies
 
 AxisOrder = Literal["x_first", "y_first"]
 BlockLayout = Literal["sin_cos", "sin_sin_cos_cos", "interleaved"]
@@ -76,14 +77,18 @@ def grid_coords(height: int, width: int, *, origin: int = 0) -> tuple[NDArray[np
     >>> ys.tolist(), xs.tolist()
     ([0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2])
     """
-    height = check_int("grid_coords", "height", height, minimum=1)
-    width = check_int("grid_coords", "width", width, minimum=1)
-    origin = check_int("grid_coords", "origin", origin, minimum=0)
+    func = "grid_coords"
+    height = check_int(func, "height", height, minimum=1)
+    width = check_int(func, "width", width, minimum=1)
+    origin = check_int(func, "origin", origin, minimum=0)
+    check_size(func, "the grid", (height, width))
+    check_exact_range(func, "origin + height", 0, origin + height)
+    check_exact_range(func, "origin + width", 0, origin + width)
     ys, xs = np.divmod(np.arange(height * width, dtype=np.int64), width)
     return ys + origin, xs + origin
 
 
-def _axis_angles(func: str, ys: Any, xs: Any, dim: int, base: float, ladder: Ladder) -> tuple[
+def _axis_angles(func: str, ys: Any, xs: Any, dim: int, base: Any, ladder: Any) -> tuple[
     NDArray[np.float64], NDArray[np.float64]
 ]:
     y = check_positions(func, "ys", ys)
@@ -91,7 +96,12 @@ def _axis_angles(func: str, ys: Any, xs: Any, dim: int, base: float, ladder: Lad
     if y.shape != x.shape:
         raise SpecError(f"{func}: ys and xs must have the same shape, got {y.shape} and {x.shape}",
                         category="invalid_shape")
-    w = sinusoidal_frequencies(dim=dim // 2, base=base, ladder=ladder)  # (D/4,)
+    base = check_float(func, "base", base, positive=True)
+    check_choice(func, "ladder", ladder, LADDERS)
+    check_size(func, "the encodings", y.shape + (dim,))
+    w = _frequencies(func, dim // 2, base, ladder, "error")  # (D/4,)
+    check_phase_range(func, "ys", y, "the frequencies", w)
+    check_phase_range(func, "xs", x, "the frequencies", w)
     return y.astype(np.float64)[..., None] * w, x.astype(np.float64)[..., None] * w
 
 

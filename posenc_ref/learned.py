@@ -33,7 +33,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
+from posenc_ref.errors import (SpecError, check_choice, check_exact_range, check_float, check_float_array, check_int,
+                               check_positions, check_size)
 
 OutOfRange = Literal["error", "clamp"]
 OUT_OF_RANGE: Final = ("error", "clamp")
@@ -55,8 +56,9 @@ def learned_init(num_positions: int, dim: int, *, seed: int, std: float = 0.02) 
     func = "learned_init"
     num_positions = check_int(func, "num_positions", num_positions, minimum=1)
     dim = check_int(func, "dim", dim, minimum=1)
-    seed = check_int(func, "seed", seed, minimum=0)
+    seed = check_int(func, "seed", seed, minimum=0, maximum=None)
     std = check_float(func, "std", std, nonnegative=True)
+    check_size(func, "the table", (num_positions, dim))
     return np.random.default_rng(seed).normal(0.0, std, size=(num_positions, dim))
 
 
@@ -100,6 +102,9 @@ def learned_lookup(
     offset = check_int(func, "offset", offset, minimum=0)
     check_choice(func, "out_of_range", out_of_range, OUT_OF_RANGE)
     pos = check_positions(func, "positions", positions)
+    if pos.size:
+        check_exact_range(func, "positions + offset", 0, int(pos.max()) + offset)
+    check_size(func, "the rows", pos.shape + weights.shape[1:])
     rows = pos + offset
     size = weights.shape[0]
     if out_of_range == "clamp":

@@ -75,7 +75,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int
+from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float, check_float_array, check_int,
+                               check_size)
 
 Kernel = Literal["bicubic", "bilinear"]
 Antialias = Literal["off", "on"]
@@ -97,7 +98,10 @@ def cubic_kernel(x: Any, *, a: float = -0.75) -> NDArray[np.float64]:
     >>> float(cubic_kernel([0.5], a=-0.5)[0])
     0.5625
     """
-    ax = np.abs(np.asarray(x, dtype=np.float64))
+    func = "cubic_kernel"
+    a = check_float(func, "a", a)
+    # Note: c_a vanishes for |x| >= 2, so |x| is capped there (no overflow of x**3 for huge x)
+    ax = np.minimum(np.abs(check_float_array(func, "x", x, allow_empty=True)), 2.0)
     inner = ((a + 2.0) * ax - (a + 3.0)) * ax * ax + 1.0
     outer = ((a * ax - 5.0 * a) * ax + 8.0 * a) * ax - 4.0 * a
     return np.where(ax <= 1.0, inner, np.where(ax < 2.0, outer, 0.0))
@@ -138,6 +142,7 @@ def _validate(func: str, in_size: Any, new_size: Any, kernel: Any, cubic_a: Any,
         scale = 1.0 / factor
     if coordinates == "align_corners":
         scale = (n - 1) / (m - 1) if m > 1 else 0.0
+    check_size(func, "the weight matrix", (m, n))
     return n, m, scale
 
 
@@ -311,8 +316,11 @@ def resample_table_1d(
     prefix, rows = weights[:prefix_count], weights[prefix_count:]
     n, m, scale = _validate(func, rows.shape[0], new_length, kernel, cubic_a, antialias, coordinates, size_from,
                             scale_offset, "new_length")
+    check_size(func, "the resampled table", (prefix_count + m, rows.shape[1]))
     matrix = _axis(n, m, scale, kernel, float(cubic_a), antialias, coordinates)[0]
-    return np.concatenate([prefix, matrix @ rows], axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        resampled = matrix @ rows
+    return np.concatenate([prefix, check_finite_result(func, "the resampled table", resampled)], axis=0)
 
 
 def resample_grid_2d(
@@ -363,8 +371,11 @@ def resample_grid_2d(
                                   scale_offset, "new_height")
     n_w, m_w, scale_w = _validate(func, width, new_width, kernel, cubic_a, antialias, coordinates, size_from,
                                   scale_offset, "new_width")
+    check_size(func, "the resampled table", (prefix.shape[0] + m_h * m_w, rows.shape[1]))
     w_h = _axis(n_h, m_h, scale_h, kernel, float(cubic_a), antialias, coordinates)[0]
     w_w = _axis(n_w, m_w, scale_w, kernel, float(cubic_a), antialias, coordinates)[0]
     grid = rows.reshape(height, width, -1)  # (H, W, D)
-    resized = np.einsum("ph,hwd,qw->pqd", w_h, grid, w_w, optimize=True)  # (m_H, m_W, D)
+    with np.errstate(over="ignore", invalid="ignore"):
+        resized = np.einsum("ph,hwd,qw->pqd", w_h, grid, w_w, optimize=True)  # (m_H, m_W, D)
+    check_finite_result(func, "the resampled table", resized)
     return np.concatenate([prefix, resized.reshape(m_h * m_w, -1)], axis=0)

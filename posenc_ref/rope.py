@@ -64,7 +64,8 @@ from posenc_ref._rope_rotation import finite as _finite
 from posenc_ref._rope_rotation import rotate_pairs as _rotate_pairs
 from posenc_ref._rope_rotation import validate_x as _validate_x
 from posenc_ref._rope_rotation import xpos_scores
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
+from posenc_ref.errors import (SpecError, check_choice, check_float, check_float_array, check_int, check_phase_range,
+                               check_positions, check_size)
 
 Layout = Literal["half", "interleaved", "interleaved_to_half"]
 LAYOUTS: Final = ("half", "interleaved", "interleaved_to_half")
@@ -104,6 +105,8 @@ def rope_cos_sin(
     factor = check_float(func, "attention_factor", attention_factor, positive=True)
     pos = check_positions(func, "positions", positions)
     w = check_float_array(func, "inv_freq", inv_freq, ndim=1)
+    check_size(func, "the tables", pos.shape + (2 * w.size,))
+    check_phase_range(func, "positions", pos, "inv_freq", w)
     angle = pos.astype(np.float64)[..., None] * w  # (..., P)
     cos, sin = factor * np.cos(angle), factor * np.sin(angle)
     if width == "full":
@@ -129,6 +132,7 @@ def rope_layout_permutation(rotary_dim: int, /, *, from_layout: str, to_layout: 
         raise SpecError(f"{func}: rotary_dim must be even, got rotary_dim={dim}")
     check_choice(func, "from_layout", from_layout, ("half", "interleaved"))
     check_choice(func, "to_layout", to_layout, ("half", "interleaved"))
+    check_size(func, "the permutation", (dim,))
     if from_layout == to_layout:
         return np.arange(dim, dtype=np.int64)
     j = np.arange(dim, dtype=np.int64)
@@ -171,6 +175,7 @@ def _angles(func: str, positions: Any, w: NDArray[np.float64], x_shape: tuple[in
     if pos.ndim > 2 or pos.shape[-1] != x_shape[t_axis] or (pos.ndim == 2 and pos.shape[0] not in (1, x_shape[0])):
         raise SpecError(f"{func}: {name} must have shape (T,) or (B, T) with T={x_shape[t_axis]}, "
                         f"B={x_shape[0]}, got shape {pos.shape}", category="invalid_shape")
+    check_phase_range(func, name, pos, "the frequencies", w)
     angle = pos.reshape(-1, pos.shape[-1]).astype(np.float64)[..., None] * w  # (B or 1, T, P)
     return angle[:, None] if x_layout == "BHTD" else angle[:, :, None]
 

@@ -81,7 +81,7 @@ from posenc_ref._rope_inv_freq import (
     yarn_mscale,
     yarn_ramp,
 )
-from posenc_ref.errors import SpecError, check_choice, check_float, check_int
+from posenc_ref.errors import SpecError, check_choice, check_float, check_int, check_size, raised_by
 
 RopeType = Literal["default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope", "proportional"]
 ROPE_TYPES: Final = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope", "proportional")
@@ -174,6 +174,7 @@ def rope_inv_freq(
     dim = check_int(func, "dim", dim, minimum=4 if rope_type in ("dynamic", "ntk_aware") else 2)
     if dim % 2:
         raise SpecError(f"{func}: dim must be even, got dim={dim}")
+    check_size(func, "the frequencies", (dim // 2,))
     base = check_float(func, "base", base, positive=True)
     check_choice(func, "dynamic_convention", dynamic_convention, DYNAMIC_CONVENTIONS)
     check_choice(func, "yarn_convention", yarn_convention, YARN_CONVENTIONS)
@@ -229,7 +230,9 @@ def longrope_inv_freq(
     check_choice("longrope_inv_freq", "longrope_convention", longrope_convention, LONGROPE_CONVENTIONS)
     if longrope_convention == "vllm":
         attention_factor = None  # Note: vLLM forwards only short_mscale/long_mscale, never attention_factor
-    w, a, _ = rope_inv_freq(dim=dim, base=base, rope_type="longrope", factor=factor,
-                            original_max_position=original_max_position, context_length=context_length,
-                            attention_factor=attention_factor, short_factor=short_factor, long_factor=long_factor)
+    with raised_by("longrope_inv_freq", "rope_inv_freq"):
+        w, a, _ = rope_inv_freq(dim=dim, base=base, rope_type="longrope", factor=factor,
+                                original_max_position=original_max_position, context_length=context_length,
+                                attention_factor=attention_factor, short_factor=short_factor,
+                                long_factor=long_factor)
     return w, a

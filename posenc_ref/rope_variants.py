@@ -47,7 +47,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope
-from posenc_ref.errors import SpecError, check_choice, check_float, check_int, check_positions
+from posenc_ref.errors import (SpecError, check_choice, check_float, check_int, check_phase_range, check_positions,
+                               raised_by)
 
 CENTRINGS: Final = ("lucidrains", "torchscale")
 MROPE_LAYOUTS: Final = ("chunked", "interleaved")
@@ -122,8 +123,9 @@ def rope_xpos(
     check_choice(func, "centring", centring, CENTRINGS)
     check_choice(func, "layout", layout, ("interleaved", "half"))
     scale_base = check_float(func, "scale_base", scale_base, positive=True)
-    qr = rope.rope_apply(q, positions, base=base, layout=layout, x_layout=x_layout)
-    kr = rope.rope_apply(k, positions, base=base, layout=layout, x_layout=x_layout)
+    with raised_by(func, "rope_apply"):
+        qr = rope.rope_apply(q, positions, base=base, layout=layout, x_layout=x_layout)
+        kr = rope.rope_apply(k, positions, base=base, layout=layout, x_layout=x_layout)
     if qr.shape != kr.shape:
         raise SpecError(f"{func}: q and k must have the same shape, got {qr.shape} and {kr.shape}",
                         category="invalid_shape")
@@ -206,6 +208,7 @@ def mrope_cos_sin(
     w = rope.rotary_frequencies(dim, base=base, rotary_dim=dim, partial="prefix", func=func)[1]
     stream = mrope_stream(dim // 2, (int(section[0]), int(section[1]), int(section[2])), mrope_layout)
     chosen = np.moveaxis(pos[stream], 0, -1).astype(np.float64)  # (..., P): each pair's own stream
+    check_phase_range(func, "positions", pos, "the frequencies", w)
     angle = chosen * w
     cos, sin = np.cos(angle), np.sin(angle)
     if width == "full":

@@ -61,7 +61,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions
+from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float_array, check_int,
+                               check_positions, check_size)
 
 Sign = Literal["key_minus_query", "query_minus_key"]
 SIGNS: Final = ("key_minus_query", "query_minus_key")
@@ -148,10 +149,16 @@ def shaw_relative_index(
     >>> shaw_relative_index([0, 1], [0, 1], max_relative_position=1, sign="query_minus_key").tolist()
     [[1, 0], [2, 1]]
     """
-    func = "shaw_relative_index"
+    return _relative_index("shaw_relative_index", q_positions, k_positions, max_relative_position, sign)
+
+
+def _relative_index(func: str, q_positions: Any, k_positions: Any, max_relative_position: Any, sign: Any
+                    ) -> NDArray[np.int64]:
+    """:func:`shaw_relative_index`; errors name ``func``."""
     k = check_int(func, "max_relative_position", max_relative_position, minimum=1)
     check_choice(func, "sign", sign, SIGNS)
     q_pos, k_pos = check_self_attention_positions(func, q_positions, k_positions)
+    check_size(func, "the relative index", (q_pos.size, k_pos.size))
     distance = k_pos[None, :] - q_pos[:, None]  # (Tq, Tk)
     if sign == "query_minus_key":
         np.negative(distance, out=distance)
@@ -194,7 +201,7 @@ def shaw_logits(
     [[10.0, 100.0], [1.0, 10.0]]
     """
     func = "shaw_logits"
-    index = shaw_relative_index(q_positions, k_positions, max_relative_position=max_relative_position, sign=sign)
+    index = _relative_index(func, q_positions, k_positions, max_relative_position, sign)
     tq, tk = index.shape
     queries = _rows(func, "q", q, tq, "q_positions")
     keys = _rows(func, "k", k, tk, "k_positions")
@@ -202,9 +209,10 @@ def shaw_logits(
         raise SpecError(f"{func}: q and k must have the same width, got {queries.shape[1]} and {keys.shape[1]}",
                         category="invalid_shape")
     table = _table(func, "rel_keys", rel_keys, int(max_relative_position), queries.shape[1])
-    per_distance = queries @ table.T  # (Tq, 2K+1): one dot product per distinct clipped distance
-    logits: NDArray[np.float64] = queries @ keys.T + np.take_along_axis(per_distance, index, axis=1)
-    return logits
+    with np.errstate(over="ignore", invalid="ignore"):
+        per_distance = queries @ table.T  # (Tq, 2K+1): one dot product per distinct clipped distance
+        logits: NDArray[np.float64] = queries @ keys.T + np.take_along_axis(per_distance, index, axis=1)
+    return check_finite_result(func, "the logits (from q, k and rel_keys)", logits)
 
 
 def shaw_output(
@@ -243,7 +251,7 @@ def shaw_output(
     [[2.0]]
     """
     func = "shaw_output"
-    index = shaw_relative_index(q_positions, k_positions, max_relative_position=max_relative_position, sign=sign)
+    index = _relative_index(func, q_positions, k_positions, max_relative_position, sign)
     tq, tk = index.shape
     alpha = check_float_array(func, "weights", weights, ndim=2)
     if alpha.shape != (tq, tk):
@@ -254,6 +262,7 @@ def shaw_output(
     table = _table(func, "rel_values", rel_values, int(max_relative_position), values.shape[1])
     # W[i, r] = sum of the weights of row i whose key sits at clipped distance r: (Tq, 2K+1)
     flat = (np.arange(tq, dtype=np.int64)[:, None] * rows + index).ravel()
-    per_distance = np.bincount(flat, weights=alpha.ravel(), minlength=tq * rows).reshape(tq, rows)
-    output: NDArray[np.float64] = alpha @ values + per_distance @ table
-    return output
+    with np.errstate(over="ignore", invalid="ignore"):
+        per_distance = np.bincount(flat, weights=alpha.ravel(), minlength=tq * rows).reshape(tq, rows)
+        output: NDArray[np.float64] = alpha @ values + per_distance @ table
+    return check_finite_result(func, "the output (from weights, v and rel_values)", output)

@@ -63,7 +63,8 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_int, check_positions
+from posenc_ref.errors import (SpecError, check_choice, check_exact_range, check_float, check_int, check_phase_range,
+                               check_positions, check_size)
 
 Ladder = Literal["paper", "t2t"]
 Layout = Literal["interleaved", "concat_sin_cos", "concat_cos_sin"]
@@ -118,15 +119,25 @@ def sinusoidal_frequencies(
     >>> sinusoidal_frequencies(dim=6, ladder="t2t").tolist()
     [1.0, 0.01, 0.0001]
     """
-    dim = _validate("sinusoidal_frequencies", dim, base, ladder, odd_width)
+    func = "sinusoidal_frequencies"
+    return _frequencies(func, _validate(func, dim, base, ladder, odd_width), float(base), ladder, odd_width)
+
+
+def _frequencies(func: str, dim: int, base: float, ladder: str, odd_width: str) -> NDArray[np.float64]:
+    """:func:`sinusoidal_frequencies` for validated parameters; errors name ``func``."""
     width = dim - 1 if (dim % 2 and odd_width == "zero_pad_last") else dim
     count = (width + 1) // 2
+    check_size(func, "the frequencies", (count,))
     k = np.arange(count, dtype=np.float64)
     if ladder == "paper":
         exponent = (2.0 * k) / width
     else:
         exponent = k / max(count - 1, 1)
-    return np.power(float(base), -exponent)
+    with np.errstate(over="ignore"):
+        w = np.power(base, -exponent)
+    if not np.isfinite(w).all():
+        raise SpecError(f"{func}: base={base!r} gives frequencies base**-e beyond float64 for dim={dim}")
+    return w
 
 
 def _column_slices(dim: int, count: int, layout: str, odd_width: str) -> tuple[slice, slice, int]:
@@ -186,8 +197,13 @@ def _angles(
             f"{func}: positions + position_offset must be >= 0, got minimum "
             f"{int(pos.min())} + {offset} = {int(pos.min()) + offset}"
         )
-    w = sinusoidal_frequencies(dim=dim, base=base, ladder=ladder, odd_width=odd_width)
-    theta = (pos + offset).astype(np.float64)[..., None] * w  # (..., n)
+    if pos.size:
+        check_exact_range(func, "positions + position_offset", int(pos.min()) + offset, int(pos.max()) + offset)
+    check_size(func, "the table", pos.shape + (dim,))
+    w = _frequencies(func, dim, float(base), ladder, odd_width)
+    shifted = pos + offset
+    check_phase_range(func, "positions + position_offset", shifted, "the frequencies", w)
+    theta = shifted.astype(np.float64)[..., None] * w  # (..., n)
     sin_cols, cos_cols, n_cos = _column_slices(dim, w.size, layout, odd_width)
     return theta, sin_cols, cos_cols, n_cos
 
@@ -241,10 +257,15 @@ def sinusoidal_table(
     >>> sinusoidal_table([0], dim=5, layout="concat_sin_cos", odd_width="zero_pad_last").tolist()
     [[0.0, 0.0, 1.0, 1.0, 0.0]]
     """
-    func = "sinusoidal_table"
+    return _table("sinusoidal_table", positions, dim, base, ladder, layout, odd_width, position_offset, scale)
+
+
+def _table(func: str, positions: Any, dim: Any, base: Any, ladder: Any, layout: Any, odd_width: Any, offset: Any,
+           scale: Any) -> NDArray[np.float64]:
+    """:func:`sinusoidal_table`; errors name ``func``."""
     scale = check_float(func, "scale", scale)
     theta, sin_cols, cos_cols, n_cos = _angles(
-        func, positions, dim, base, ladder, layout, odd_width, position_offset
+        func, positions, dim, base, ladder, layout, odd_width, offset
     )
     table = np.zeros(theta.shape[:-1] + (int(dim),), dtype=np.float64)
     np.sin(theta, out=table[..., sin_cols])
@@ -279,12 +300,18 @@ def fairseq_positions(tokens: Any, /, *, padding_idx: int, past_length: int = 0)
     >>> fairseq_positions([[1, 1, 7, 8], [5, 6, 7, 8]], padding_idx=1).tolist()
     [[1, 1, 2, 3], [2, 3, 4, 5]]
     """
-    func = "fairseq_positions"
+    return _fairseq_rows("fairseq_positions", tokens, padding_idx, past_length)
+
+
+def _fairseq_rows(func: str, tokens: Any, padding_idx: Any, past_length: Any) -> NDArray[np.int64]:
+    """:func:`fairseq_positions`; errors name ``func``."""
     padding_idx = check_int(func, "padding_idx", padding_idx, minimum=0)
     past_length = check_int(func, "past_length", past_length, minimum=0)
     ids = check_positions(func, "tokens", tokens, nonnegative=True)
     if ids.ndim != 2:
         raise SpecError(f"{func}: tokens must have shape (B, T), got shape {ids.shape}", category="invalid_shape")
+    check_exact_range(func, "padding_idx + past_length + the number of tokens", 0,
+                      padding_idx + past_length + ids.shape[1] + 1)
     if past_length:
         if ids.shape[1] != 1:
             raise SpecError(
@@ -329,9 +356,7 @@ def fairseq_sinusoidal(
     """
     func = "fairseq_sinusoidal"
     dim = check_int(func, "dim", dim, minimum=4)
-    rows = fairseq_positions(tokens, padding_idx=padding_idx, past_length=past_length)
-    table = sinusoidal_table(
-        rows, dim=dim, base=base, ladder="t2t", layout="concat_sin_cos", odd_width="zero_pad_last"
-    )
+    rows = _fairseq_rows(func, tokens, padding_idx, past_length)
+    table = _table(func, rows, dim, base, "t2t", "concat_sin_cos", "zero_pad_last", 0, 1.0)
     table[rows == padding_idx] = 0.0  # Note: fairseq zeroes the padding row of its table.
     return rows, table

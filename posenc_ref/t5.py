@@ -29,9 +29,12 @@ Conventions
 * Saturation comes from the cap at ``B - 1``, **not** from clipping the distance: with
   ``(32, 128)`` bidirectional, bucket 15 starts at ``|r| = 91``; causal, bucket 31 at ``113``.
 * Exact values: the buckets are the exact floor of the real-valued formula. The reference
-  evaluates it in float64 and decides every value within ``1e-9`` of an integer ``r`` in
-  integers (:math:`n^{B-E} E^r \ge D^r E^{B-E}`), so the boundary distances where the formula
-  is an integer (16, 32, 64 for ``(32, 128)`` bidirectional) are exact.
+  evaluates it in float64 (through ``log1p``) and decides every value within ``2**-44``
+  (relative) of an integer ``r`` exactly, the side of :math:`n^{B-E} E^r` against
+  :math:`D^r E^{B-E}` found without forming those powers (:func:`log_ladder`), so the
+  boundary distances where the formula is an integer (16, 32, 64 for ``(32, 128)``
+  bidirectional) are exact and the work stays bounded. Distances ``|r| >= D`` are evaluated at
+  ``D`` (the cap ``B - 1`` applies from there on).
   HF's float32 ``log`` agrees there (the raw values are exactly 2.0, 4.0, 6.0 in float32).
 * ``direction``: ``"bidirectional"`` (HF encoder, ``bidirectional=not is_decoder``; Mesh-TF
   when not ``fully_autoregressive``, prefix-LMs included) or ``"unidirectional"`` (decoder
@@ -58,13 +61,15 @@ monotone in ``|r|`` on each side and equal ``|r|`` on the exact region (``t5_buc
 from __future__ import annotations
 
 import math
+from decimal import Decimal, localcontext
+from fractions import Fraction
 from typing import Any, Final, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.alibi import _query_key
-from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions
+from posenc_ref.errors import SpecError, check_choice, check_float_array, check_int, check_positions, check_size
 
 Direction = Literal["bidirectional", "unidirectional"]
 TableLayout = Literal["buckets_heads", "heads_buckets"]
@@ -72,12 +77,115 @@ DIRECTIONS: Final = ("bidirectional", "unidirectional")
 TABLE_LAYOUTS: Final = ("buckets_heads", "heads_buckets")
 
 
-def log_ladder(n: NDArray[np.int64], exact: int, limit: int, steps: int, *, rounding: Literal["floor", "ceil"]
-               ) -> NDArray[np.int64]:
-    """``floor`` or ``ceil`` of ``steps * ln(n/exact) / ln(limit/exact)``, exactly, for integers ``n >= exact``.
+# Exactness of the log ladder
+# ---------------------------
+# The ladder is floor or ceil of v = S ln(n/E) / ln(L/E) for integers n >= E >= 1, L > E, S >= 1.
+# It is evaluated as S * log1p((n - E)/E) / log1p((L - E)/E) in float64: n - E is an exact int64
+# (|n| < 2**53), the two quotients are within 3u and u of the true ones (u = 2**-53; Python's
+# int/int is correctly rounded), and d log1p(y) / log1p(y) <= dy / y for y > 0, so each log1p
+# is within 3u + 2u (libm's own error) relative and v within about 17u relative: 2e-15 |v|.
+# So wherever v lies more than _WINDOW = 2**-44 |v| (~5.7e-14 |v|, a margin of 30) from the
+# nearest integer r, floor/ceil of the float value is the exact one. |v| < 2**36 keeps that
+# window below 1/256, so the nearest integer is the only candidate.
+# Inside the window the side of r is decided exactly (_side_of_integer): first whether
+# (n/E)^S = (L/E)^r exactly, by integer roots of bounded size (no big powers: a^s = b^t with
+# gcd(s, t) = 1 holds iff a = c^t and b = c^s for a rational c, and c^t <= 2**53 bounds t by 53);
+# otherwise Lambda = S ln(n/E) - r ln(L/E) is non-zero and its sign is read from decimal
+# logarithms at 40 digits, doubled until the error bound is below |Lambda| (it terminates
+# because Lambda != 0; in practice the first 40 digits decide it). Work per decided value is
+# bounded by the sizes of n, E, L, S and r, never by a power n**S.
+_WINDOW: Final = 2.0**-44
+LADDER_LIMIT: Final = 2**36
+"""The largest ladder value the reference evaluates (beyond, the float64 window could hold two integers)."""
 
-    The value is computed in float64; wherever it lies within ``1e-9`` (relative) of an integer
-    ``r``, the side is decided in integers: ``n**steps * exact**r`` against ``limit**r * exact**steps``.
+
+def _iroot(x: int, k: int) -> int | None:
+    """The integer ``k``-th root of ``x >= 1`` when ``x`` is a perfect ``k``-th power, else ``None``."""
+    if k == 1:
+        return x
+    c = int(round(x ** (1.0 / k)))
+    for candidate in (c - 1, c, c + 1):
+        if candidate >= 1 and candidate**k == x:
+            return candidate
+    return None
+
+
+def _power_equal(a: Fraction, s_exp: int, b: Fraction, t_exp: int) -> bool:
+    """Whether ``a**s_exp == b**t_exp`` for rationals ``a, b > 1`` and integers ``s_exp, t_exp >= 1``."""
+    g = math.gcd(s_exp, t_exp)
+    s_exp, t_exp = s_exp // g, t_exp // g
+    # a = c^t and b = c^s with c > 1 rational; c's numerator is >= 2, so 2^t <= numerator(a)
+    if t_exp > a.numerator.bit_length() or s_exp > b.numerator.bit_length():
+        return False
+    num, den = _iroot(a.numerator, t_exp), _iroot(a.denominator, t_exp)
+    if num is None or den is None:
+        return False
+    return Fraction(num, den) ** s_exp == b
+
+
+def _side_of_integer(n: int, exact: int, limit: int, steps: int, r: int) -> int:
+    """The sign of ``steps * ln(n/exact) - r * ln(limit/exact)`` (-1, 0 or 1), exactly."""
+    a, b = Fraction(n, exact), Fraction(limit, exact)
+    if r == 0:
+        return 0 if a == 1 else 1
+    if a == 1:
+        return -1
+    if _power_equal(a, steps, b, r):
+        return 0
+    digits = 40
+    while True:
+        with localcontext() as ctx:
+            ctx.prec = digits
+            log_a = Decimal(n).ln() - Decimal(exact).ln()
+            log_b = Decimal(limit).ln() - Decimal(exact).ln()
+            value = steps * log_a - r * log_b
+            # each ln within one unit of the digits-th digit of |ln| <= 37; two more roundings
+            bound = Decimal(10) ** (2 - digits) * 40 * (steps + r)
+            if abs(value) > bound:
+                return 1 if value > 0 else -1
+        digits *= 2
+
+
+def _ladder(func: str, n: NDArray[np.int64], exact: int, limit: int, steps: int, rounding: str) -> NDArray[np.int64]:
+    """:func:`log_ladder` for validated arguments; errors name ``func``."""
+    flat = np.asarray(n, dtype=np.int64).reshape(-1)
+    value = steps * (np.log1p((flat - exact) / exact) / math.log1p((limit - exact) / exact))
+    if flat.size and float(value.max()) >= LADDER_LIMIT:
+        where = int(np.argmax(value))
+        raise SpecError(f"{func}: distance {int(flat[where])} gives a log-bucket value {float(value[where]):.6g} "
+                        f"beyond 2**36, outside the range evaluated exactly; reduce the distances or widen the "
+                        f"log range (exact region {exact}, limit {limit}, {steps} steps)")
+    nearest = np.rint(value)
+    result = (np.floor(value) if rounding == "floor" else np.ceil(value)).astype(np.int64)
+    ambiguous = np.abs(value - nearest) <= _WINDOW * np.maximum(1.0, value)
+    near = np.flatnonzero(ambiguous)
+    if near.size:  # decides each distinct distance whose value is (nearly) an integer once
+        distances, first, inverse = np.unique(flat[near], return_index=True, return_inverse=True)
+        candidates = nearest[near][first].astype(np.int64)
+        decided = []
+        for distance, r in zip(distances.tolist(), candidates.tolist()):
+            side = _side_of_integer(distance, exact, limit, steps, r)
+            if rounding == "floor":
+                decided.append(r if side >= 0 else r - 1)
+            else:
+                decided.append(r if side <= 0 else r + 1)
+        result[near] = np.asarray(decided, dtype=np.int64)[inverse.reshape(-1)]
+    return result.reshape(np.shape(n))
+
+
+def log_ladder(n: Any, exact: int, limit: int, steps: int, *, rounding: Literal["floor", "ceil"]
+               ) -> NDArray[np.int64]:
+    """``floor`` or ceil of ``steps * ln(n/exact) / ln(limit/exact)``, exactly, for integers ``n >= exact``.
+
+    The value is computed in float64; wherever it lies within ``2**-44`` (relative) of an
+    integer ``r``, the side is decided exactly (see the comment above the function): the work
+    is bounded by the sizes of the arguments, never a power ``n**steps``.
+
+    Raises
+    ------
+    SpecError
+        ``exact < 1``, ``limit <= exact``, ``steps < 1``, an unknown rounding, ``n < exact``,
+        non-integer ``n``, or a value beyond ``2**36``.
 
     Examples
     --------
@@ -86,18 +194,15 @@ def log_ladder(n: NDArray[np.int64], exact: int, limit: int, steps: int, *, roun
     >>> log_ladder(np.array([15, 16, 32, 64]), 8, 128, 8, rounding="floor").tolist()
     [1, 2, 4, 6]
     """
-    value = steps * np.log(n / exact) / math.log(limit / exact)
-    nearest = np.rint(value)
-    result: NDArray[np.int64] = (np.floor(value) if rounding == "floor" else np.ceil(value)).astype(np.int64)
-    ambiguous = np.abs(value - nearest) <= 1e-9 * np.maximum(1.0, np.abs(value))
-    # loops over the few distinct distances whose value is (nearly) an integer, not over positions
-    for distance, r in set(zip(n[ambiguous].tolist(), nearest[ambiguous].astype(np.int64).tolist())):
-        lhs, rhs = distance**steps * exact**r, limit**r * exact**steps  # (n/E)^S against (L/E)^r
-        if rounding == "floor":
-            result[n == distance] = r if lhs >= rhs else r - 1
-        else:
-            result[n == distance] = r if lhs <= rhs else r + 1
-    return result
+    func = "log_ladder"
+    exact = check_int(func, "exact", exact, minimum=1)
+    limit = check_int(func, "limit", limit, minimum=exact + 1)
+    steps = check_int(func, "steps", steps, minimum=1)
+    check_choice(func, "rounding", rounding, ("floor", "ceil"))
+    values = check_positions(func, "n", n, allow_empty=True)
+    if values.size and int(values.min()) < exact:
+        raise SpecError(f"{func}: n must be >= exact = {exact}, got {int(values.min())}")
+    return _ladder(func, values, exact, limit, steps, rounding)
 
 
 def _side(direction: str, num_buckets: int) -> int:
@@ -166,18 +271,20 @@ def t5_bucket(
     func = "t5_bucket"
     _, max_distance, side, exact = _validate(func, num_buckets, max_distance, direction)
     rel = check_positions(func, "relative_positions", relative_positions, nonnegative=False)
-    return _buckets(rel, max_distance, side, exact, direction)
+    return _buckets(func, rel, max_distance, side, exact, direction)
 
 
-def _buckets(rel: NDArray[np.int64], max_distance: int, side: int, exact: int, direction: str) -> NDArray[np.int64]:
+def _buckets(func: str, rel: NDArray[np.int64], max_distance: int, side: int, exact: int, direction: str
+             ) -> NDArray[np.int64]:
     if direction == "bidirectional":
         offset = np.where(rel > 0, side, 0)
         n = np.abs(rel)
     else:
         offset = np.zeros_like(rel)
         n = np.maximum(-rel, 0)
-    ladder = log_ladder(np.maximum(n, exact), exact, max_distance, side - exact, rounding="floor")
-    buckets: NDArray[np.int64] = offset + np.where(n < exact, n, np.minimum(exact + ladder, side - 1))
+    # n >= D gives ladder >= B - E, capped at B - 1 below: evaluating min(n, D) changes nothing
+    ladder = _ladder(func, np.clip(n, exact, max_distance), exact, max_distance, side - exact, "floor")
+    buckets: NDArray[np.int64] = np.asarray(offset + np.where(n < exact, n, np.minimum(exact + ladder, side - 1)))
     return buckets
 
 
@@ -236,11 +343,12 @@ def t5_bias(
             category="invalid_shape",
         )
     q, k = _query_key(func, query_positions, key_positions)
+    check_size(func, "the bias", q.shape[:-1] + (per_bucket.shape[1], q.shape[-1], k.shape[-1]))
     rel = k[..., None, :] - q[..., :, None]  # (..., Tq, Tk)
     low, high = int(rel.min()), int(rel.max())
     if high - low < rel.size:  # buckets depend on r only: evaluate each distinct r once, then look up
-        buckets = _buckets(np.arange(low, high + 1), max_distance, side, exact, direction)[rel - low]
+        buckets = _buckets(func, np.arange(low, high + 1), max_distance, side, exact, direction)[rel - low]
     else:
-        buckets = _buckets(rel, max_distance, side, exact, direction)
+        buckets = _buckets(func, rel, max_distance, side, exact, direction)
     bias: NDArray[np.float64] = np.moveaxis(per_bucket.T[:, buckets], 0, -3)  # (H, ..., Tq, Tk) -> (..., H, Tq, Tk)
     return bias

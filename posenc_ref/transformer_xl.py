@@ -70,9 +70,10 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_choice, check_float, check_float_array, check_int, check_positions
+from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float, check_float_array, check_int,
+                               check_phase_range, check_positions, check_size)
 from posenc_ref.shaw import check_self_attention_positions
-from posenc_ref.sinusoidal import sinusoidal_frequencies
+from posenc_ref.sinusoidal import _frequencies
 
 Variant = Literal["transformer_xl", "xlnet"]
 VARIANTS: Final = ("transformer_xl", "xlnet")
@@ -101,13 +102,19 @@ def xl_relative_embedding(distances: Any, /, *, dim: int, base: float = 10000.0)
     >>> bool((xl_relative_embedding([-3], dim=4)[0, :2] == -xl_relative_embedding([3], dim=4)[0, :2]).all())
     True
     """
-    func = "xl_relative_embedding"
+    return _embedding("xl_relative_embedding", distances, dim, base)
+
+
+def _embedding(func: str, distances: Any, dim: Any, base: Any) -> NDArray[np.float64]:
+    """:func:`xl_relative_embedding`; errors name ``func``."""
     dim = check_int(func, "dim", dim, minimum=2)
     if dim % 2:
         raise SpecError(f"{func}: dim must be even, got dim={dim}")
     base = check_float(func, "base", base, positive=True)
     delta = check_positions(func, "distances", distances, nonnegative=False)
-    w = sinusoidal_frequencies(dim=dim, base=base, ladder="paper")
+    check_size(func, "the embeddings", delta.shape + (dim,))
+    w = _frequencies(func, dim, base, "paper", "error")
+    check_phase_range(func, "distances", delta, "the frequencies", w)
     theta = delta.astype(np.float64)[..., None] * w  # (..., D_r / 2)
     return np.concatenate([np.sin(theta), np.cos(theta)], axis=-1)
 
@@ -129,13 +136,14 @@ def shift_row_distances(q_len: int, k_len: int, *, variant: Variant, attn_type: 
     k_len = check_int(func, "k_len", k_len, minimum=q_len)
     check_choice(func, "variant", variant, VARIANTS)
     check_choice(func, "attn_type", attn_type, ("bi", "uni"))
+    check_size(func, "the row distances", (k_len + q_len,))
     if variant == "transformer_xl":
         return np.arange(k_len - 1, -1, -1, dtype=np.int64)
     end = -q_len if attn_type == "bi" else -1
     return np.arange(k_len, end, -1, dtype=np.int64)
 
 
-def rel_shift_transformer_xl(x: NDArray[np.float64]) -> NDArray[np.float64]:
+def rel_shift_transformer_xl(x: Any) -> NDArray[np.float64]:
     """Transformer-XL ``_rel_shift`` of a ``(Tq, Tk)`` matrix: zero-pad left, reshape, drop, reshape.
 
     Examples
@@ -143,12 +151,13 @@ def rel_shift_transformer_xl(x: NDArray[np.float64]) -> NDArray[np.float64]:
     >>> rel_shift_transformer_xl(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).tolist()
     [[2.0, 3.0, 0.0], [4.0, 5.0, 6.0]]
     """
+    x = check_float_array("rel_shift_transformer_xl", "x", x, ndim=2)
     tq, tk = x.shape
     padded = np.concatenate([np.zeros((tq, 1), dtype=x.dtype), x], axis=1)  # (Tq, Tk + 1)
     return padded.reshape(tk + 1, tq)[1:].reshape(tq, tk)
 
 
-def rel_shift_xlnet(x: NDArray[np.float64], k_len: int) -> NDArray[np.float64]:
+def rel_shift_xlnet(x: Any, k_len: int) -> NDArray[np.float64]:
     """XLNet ``rel_shift`` of a ``(Tq, R)`` matrix: reshape, drop the first row, reshape, keep ``Tk``.
 
     Examples
@@ -156,8 +165,14 @@ def rel_shift_xlnet(x: NDArray[np.float64], k_len: int) -> NDArray[np.float64]:
     >>> rel_shift_xlnet(np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]), 2).tolist()
     [[3.0, 4.0], [6.0, 7.0]]
     """
+    func = "rel_shift_xlnet"
+    x = check_float_array(func, "x", x, ndim=2)
     tq, rows = x.shape
-    return x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len]
+    k_len = check_int(func, "k_len", k_len, minimum=1)
+    if k_len > rows - 1:
+        raise SpecError(f"{func}: k_len must be <= R - 1 = {rows - 1} for x of shape {x.shape}, got k_len={k_len}")
+    shifted: NDArray[np.float64] = x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len]
+    return shifted
 
 
 def direct_index(x: Any, row_distances: Any, q_positions: Any, k_positions: Any, /) -> NDArray[np.float64]:
@@ -198,8 +213,10 @@ def direct_index(x: Any, row_distances: Any, q_positions: Any, k_positions: Any,
         raise SpecError(f"{func}: x must have shape (len(q_positions), len(row_distances)) = "
                         f"({q_pos.size}, {rows.size}), got {bd.shape}", category="invalid_shape")
     order = np.argsort(rows, kind="stable")
-    if np.any(np.diff(rows[order]) == 0):
-        raise SpecError(f"{func}: row_distances must all differ")
+    repeated = np.flatnonzero(np.diff(rows[order]) == 0)
+    if repeated.size:
+        raise SpecError(f"{func}: row_distances must all differ, got {int(rows[order][repeated[0]])} twice")
+    check_size(func, "the output", (q_pos.size, k_pos.size))
     distance = q_pos[:, None] - k_pos[None, :]  # (Tq, Tk)
     slot = np.clip(np.searchsorted(rows[order], distance), 0, rows.size - 1)
     column = order[slot]
@@ -252,16 +269,16 @@ def rel_shift(x: Any, /, *, variant: Variant, k_len: int) -> tuple[NDArray[np.fl
     k_len = check_int(func, "k_len", k_len, minimum=1)
     if k_len < tq:
         raise SpecError(f"{func}: k_len must be >= Tq = {tq} (memory length k_len - Tq >= 0), got k_len={k_len}")
+    if variant == "transformer_xl" and rows != k_len:
+        raise SpecError(f"{func}: the transformer_xl shift takes R = k_len = {k_len} rows, got x of shape "
+                        f"{bd.shape}", category="invalid_shape")
+    if variant == "xlnet" and rows < k_len + 1:
+        raise SpecError(f"{func}: the xlnet shift takes R >= k_len + 1 = {k_len + 1} rows, got x of shape {bd.shape}",
+                        category="invalid_shape")
     i = np.arange(tq)[:, None]
     j = np.arange(k_len)[None, :]
     if variant == "transformer_xl":
-        if rows != k_len:
-            raise SpecError(f"{func}: the transformer_xl shift takes R = k_len = {k_len} rows, got x of shape "
-                            f"{bd.shape}", category="invalid_shape")
         return rel_shift_transformer_xl(bd), (j <= k_len - tq + i).astype(np.int64)
-    if rows < k_len + 1:
-        raise SpecError(f"{func}: the xlnet shift takes R >= k_len + 1 = {k_len + 1} rows, got x of shape {bd.shape}",
-                        category="invalid_shape")
     return rel_shift_xlnet(bd, k_len), (j + tq - i < rows).astype(np.int64)
 
 
@@ -317,18 +334,30 @@ def xl_score(
         if array.shape != want:
             raise SpecError(f"{func}: {name} must have shape {want} (positions and the width of q), "
                             f"got {array.shape}", category="invalid_shape")
+    if projection.shape[0] % 2:
+        raise SpecError(f"{func}: the rows D_r of w_r are the sinusoid's dim, and dim must be even, "
+                        f"got dim={projection.shape[0]} (w_r of shape {projection.shape})")
     biases = []
     for name, value in (("u", u), ("v", v)):
         bias = check_float_array(func, name, value, ndim=1)
         if bias.shape != (dim,):
             raise SpecError(f"{func}: {name} must have shape ({dim},), got {bias.shape}", category="invalid_shape")
         biases.append(bias)
+    check_size(func, "the score", (q_pos.size, k_pos.size))
+    with np.errstate(over="ignore", invalid="ignore"):
+        score = _score_terms(queries, keys, biases, projection, q_pos, k_pos, clamp_len, base, func)
+    return check_finite_result(func, "the score (from q, k, u, v and w_r)", score)
+
+
+def _score_terms(queries: NDArray[np.float64], keys: NDArray[np.float64], biases: list[NDArray[np.float64]],
+                 projection: NDArray[np.float64], q_pos: NDArray[np.int64], k_pos: NDArray[np.int64], clamp_len: int,
+                 base: Any, func: str) -> NDArray[np.float64]:
     content = (queries + biases[0]) @ keys.T  # (Tq, Tk): terms (a) + (c)
     distance = q_pos[:, None] - k_pos[None, :]  # (Tq, Tk), query minus key
     if clamp_len > 0:
         np.clip(distance, -clamp_len, clamp_len, out=distance)
     distinct, inverse = np.unique(distance, return_inverse=True)
-    r = xl_relative_embedding(distinct, dim=projection.shape[0], base=base) @ projection  # (U, D)
+    r = _embedding(func, distinct, projection.shape[0], base) @ projection  # (U, D)
     per_distance = (queries + biases[1]) @ r.T  # (Tq, U): terms (b) + (d) for each distinct distance
     position = np.take_along_axis(per_distance, inverse.reshape(distance.shape), axis=1)
     score: NDArray[np.float64] = content + position

@@ -134,7 +134,7 @@ def test_bloom_bias_from_a_left_padded_mask():
 @pytest.mark.parametrize(
     "call,match,category",
     [
-        (lambda: alibi_slopes(num_heads=0), "alibi_slope_ladder: num_heads must be >= 1, got num_heads=0",
+        (lambda: alibi_slopes(num_heads=0), "alibi_slopes: num_heads must be >= 1, got num_heads=0",
          "invalid_argument"),
         (lambda: alibi_slopes(num_heads=8, bias_max=-1.0), "bias_max must be > 0", "invalid_argument"),
         (lambda: alibi_slopes(num_heads=8, slope_rule="mono"),
