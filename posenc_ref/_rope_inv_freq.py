@@ -16,7 +16,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_float, check_float_array, check_int
+from posenc_ref.errors import SpecError, check_float, check_float_array, check_int, check_size
 
 _TRANSFORMERS_NAME: Final = {"original_max_position": "original_max_position_embeddings", "base": "rope_theta"}
 _FUNC: Final = "rope_inv_freq"
@@ -78,6 +78,10 @@ def yarn_ramp(low: float, high: float, pairs: int, *, dtype: type = np.float64) 
     >>> yarn_ramp(1, 3, 5).tolist()
     [0.0, 0.0, 0.5, 1.0, 1.0]
     """
+    low = check_float("yarn_ramp", "low", low)
+    high = check_float("yarn_ramp", "high", high)
+    pairs = check_int("yarn_ramp", "pairs", pairs, minimum=1)
+    check_size("yarn_ramp", "the ramp of pairs", (pairs,))
     if low == high:
         high += 0.001  # Note: transformers' guard against a zero-width ramp
     t = np.dtype(dtype).type

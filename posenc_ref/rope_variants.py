@@ -48,7 +48,7 @@ from numpy.typing import NDArray
 
 from posenc_ref import rope
 from posenc_ref.errors import (SpecError, check_choice, check_float, check_int, check_phase_range, check_positions,
-                               raised_by)
+                               check_size, raised_by)
 
 CENTRINGS: Final = ("lucidrains", "torchscale")
 MROPE_LAYOUTS: Final = ("chunked", "interleaved")
@@ -79,6 +79,7 @@ def xpos_zeta(width: int, /, *, dtype: type = np.float64) -> NDArray[Any]:
     width = check_int("xpos_zeta", "width", width, minimum=2)
     if width % 2:
         raise SpecError(f"xpos_zeta: width must be even, got width={width}")
+    check_size("xpos_zeta", "the scales of width", (width // 2,))
     t = np.dtype(dtype).type
     zeta: NDArray[Any] = (np.arange(width // 2, dtype=t) * t(2) + t(0.4 * width)) / t(1.4 * width)  # (P,)
     return zeta

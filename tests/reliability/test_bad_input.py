@@ -47,6 +47,9 @@ BUILDING_BLOCKS = {
     "tiles": "attention's row tiling of a validated Pass",
     "tileable": "whether attention tiles a validated Pass",
     "run": "attention's tile runner over a validated Pass",
+    "xpos_scores": "rope_scores' xPos weighting of already rotated, validated queries and keys",
+    "required": "rope_inv_freq's check that a rope_type's parameter is given, called with its validated arguments",
+    "direct_output": "attention's direct path without weights, given the validated Pass",
     "workers": "the size of attention's thread pool (POSENC_REF_THREADS), no arguments",
 }
 TIME_LIMIT_S = 1.0
