@@ -219,11 +219,16 @@ def describe_exception(exc: BaseException) -> tuple[str, str, str]:
 def exception_info(exc: BaseException, frames: int = 5) -> dict[str, Any]:
     """The type, message and last ``frames`` frames of an exception, for the report of an ``error``."""
     kind, message, _ = describe_exception(exc)
+    remote = getattr(exc, "remote_frames", None)  # raised in an isolated child (--isolate)
     try:
         stack = traceback.extract_tb(exc.__traceback__)[-frames:]
         where = [f"{Path(f.filename).name}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in stack]
     except Exception:  # a broken traceback must not hide the error itself
         where = []
+    if isinstance(remote, list) and remote:
+        where = [str(frame) for frame in remote[-frames:]]
+    elif isinstance(exc, AdapterCrash):
+        where = []  # raised by the runner's side of a child process: its frames are not the adapter's
     return {"type": kind, "message": message, "frames": where}
 
 
