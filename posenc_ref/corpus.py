@@ -12,8 +12,13 @@ installed)::
 Every array entry in the manifest carries ``file``, ``dtype``, ``shape`` and ``sha256`` (of the
 raw little-endian C-order bytes). A file whose hash, header, dtype or shape disagrees with the
 manifest, a truncated or pickled file, a file not listed, or a listed file that is missing is
-reported by name and never used. ``docs/corpus-format.md`` describes the format for readers in
-other languages.
+reported by name and never used. So is a manifest path that could leave the corpus (absolute,
+not normalised, outside ``cases/``), a symbolic link, FIFO or device, a ``.npy`` header
+declaring more than the manifest or :data:`MAX_ARRAY_BYTES` (parsed before any data is read),
+and a tolerance class or ``expected_error`` the registry does not give the case. The manifest's
+own sha256 is compared with the one the package ships (``posenc_ref/_manifest_digest.py``,
+written by ``golden generate``), so any edit, even a consistent rewrite, makes the corpus
+*modified*. ``docs/corpus-format.md`` describes the format for readers in other languages.
 """
 
 from __future__ import annotations
