@@ -98,7 +98,7 @@ def _positional_arity(function: Callable[..., Any]) -> int:
 
 
 def supports(adapter: Any, op: str, params: Mapping[str, Any], *, case_kind: str = "valid",
-             inputs: Mapping[str, NDArray[Any]] | None = None, error_case: bool | None = None) -> str | None:
+             inputs: Mapping[str, NDArray[Any]] | None = None) -> str | None:
     """``None`` when the adapter runs this case, else the not_applicable reason.
 
     An adapter's own ``supports`` is called as ``supports(op, params)``, ``supports(op, params,
@@ -109,8 +109,6 @@ def supports(adapter: Any, op: str, params: Mapping[str, Any], *, case_kind: str
     case checks is rejected. A per-op ``dtype`` mapping without an entry for ``op`` (and no
     ``"default"``) makes the op not applicable.
     """
-    if error_case is not None:
-        case_kind = "error" if error_case else "valid"
     if isinstance(getattr(adapter, "dtype", None), Mapping) and dtype_for(adapter.dtype, op) is None:
         return f"{op}: no dtype declared for it in the adapter's per-op dtype mapping"
     custom = getattr(adapter, "supports", None)

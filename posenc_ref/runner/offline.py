@@ -163,7 +163,8 @@ def write_results(results_dir: Path, adapter: Any, *, corpus_dir: Path | None = 
     loaded = corpus.Corpus(Path(corpus_dir) if corpus_dir else corpus.default_corpus_dir())
     written = 0
     for entry in loaded.manifest["cases"]:
-        if supports(adapter, entry["op"], entry["params"], error_case=bool(entry.get("expected_error"))):
+        if supports(adapter, entry["op"], entry["params"],
+                    case_kind="error" if entry.get("expected_error") else "valid"):
             continue
         golden = loaded.case(entry)
         folder = results_dir / entry["id"]

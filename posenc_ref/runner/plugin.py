@@ -61,7 +61,12 @@ class _Session:
         unmatched = unmatched_expectations(self.expectations, self.manifest)
         if unmatched:  # the runner's strictness: an entry that matches nothing is an error
             raise pytest.UsageError("posenc-ref: " + "; ".join(unmatched))
-        self.timeout = config.getoption("posenc_timeout")
+        from posenc_ref.runner.subprocess_adapter import check_timeout
+
+        try:
+            self.timeout = check_timeout(config.getoption("posenc_timeout"), "--posenc-timeout")
+        except ValueError as exc:
+            raise pytest.UsageError(f"posenc-ref: {exc}") from None
         extra = "".join(f" {flag} {value}" for flag, value in (("--corpus", corpus_opt), ("--expectations", path),
                                                                ("--dtype", dtype)) if value)
         self.rerun = f"posenc-ref conformance {self.spec}{extra} --case"
