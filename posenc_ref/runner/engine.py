@@ -8,8 +8,10 @@ Statuses
     Outside tolerance, or an error case whose invalid input was accepted.
 ``error``
     The adapter raised on a valid case, timed out, returned None, a wrong shape, a wrong dtype
-    kind or a non-finite value where a finite one is expected; or the case's corpus file is
-    corrupt.
+    kind or a non-finite value where a finite one is expected; on any case, it crashed (a dead
+    child process, a protocol breach) or raised a ``BaseException`` that is not an
+    ``Exception`` (``SystemExit``, ``KeyboardInterrupt``); or the case's corpus file is corrupt;
+    or the runner itself failed on the case (reported at once as an internal error).
 ``wrong_error``
     An error case rejected with a different (or unmapped) error category.
 ``not_applicable``
@@ -21,6 +23,10 @@ Statuses
 
 A run fails (exit code 1) on any fail, error, wrong_error or xpass, on any expectations-file
 error, and when no case was executed (everything not applicable or skipped).
+
+Entry points: :func:`run_conformance` (a whole run, as the CLI does it), :func:`run_cases` (a
+list of manifest entries under the one timeout, :func:`run_batch`) and :func:`run_case` (one
+case on the calling thread: its pieces are ``_judge_error_case`` and ``_judge_outputs``).
 """
 
 from __future__ import annotations
