@@ -12,16 +12,24 @@ installed)::
 Every array entry in the manifest carries ``file``, ``dtype``, ``shape`` and ``sha256`` (of the
 raw little-endian C-order bytes). A file whose hash, header, dtype or shape disagrees with the
 manifest, a truncated or pickled file, a file not listed, or a listed file that is missing is
-reported by name and never used. ``docs/corpus-format.md`` describes the format for readers in
-other languages.
+reported by name and never used. So is a manifest path that could leave the corpus (absolute,
+not normalised, outside ``cases/``), a symbolic link, FIFO or device, a ``.npy`` header
+declaring more than the manifest or :data:`MAX_ARRAY_BYTES` (parsed before any data is read),
+and a tolerance class or ``expected_error`` the registry does not give the case. The manifest's
+own sha256 is compared with the one the package ships (``posenc_ref/_manifest_digest.py``,
+written by ``golden generate``), so any edit, even a consistent rewrite, makes the corpus
+*modified*. ``docs/corpus-format.md`` describes the format for readers in other languages.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import posixpath
 import shutil
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +91,12 @@ CHECK_ULPS: Final = 2
 
 SCALE_RTOL: Final = 1e-9
 """``golden check``: a recomputed phase or input scale may differ from the stored one by this (relative)."""
+
+MAX_ARRAY_BYTES: Final = 64 << 20
+"""The most data bytes one corpus array may hold; a header declaring more is refused unread."""
+
+MAX_MANIFEST_BYTES: Final = 64 << 20
+"""The largest ``manifest.json`` read."""
 
 Progress = Callable[[int, int, str], None]
 
@@ -265,7 +279,42 @@ def generate(directory: Path, *, progress: Progress | None = None, force: bool =
     (staging / "cases").rename(directory / "cases")
     shutil.rmtree(staging, ignore_errors=True)
     (directory / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    record_shipped_digest(directory)
     return manifest
+
+
+# --- the shipped manifest's hash ----------------------------------------------------------
+
+_DIGEST_MODULE: Final = Path(__file__).resolve().parent / "_manifest_digest.py"
+
+
+def _checkout_corpus_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "golden"
+
+
+def record_shipped_digest(directory: Path) -> bool:
+    """After generating the corpus this package ships (the checkout's ``golden/``), write its
+    manifest's sha256 into ``posenc_ref/_manifest_digest.py``; returns whether it did.
+
+    Reading compares every corpus's manifest with that hash (:class:`Corpus`), so any edit of
+    the corpus, even a consistent rewrite of manifest and files, is reported as modified.
+    """
+    if Path(directory).resolve() != _checkout_corpus_dir().resolve():
+        return False
+    digest = hashlib.sha256((Path(directory) / "manifest.json").read_bytes()).hexdigest()
+    _DIGEST_MODULE.write_text(
+        '"""The sha256 of the golden manifest this version of posenc-ref ships.\n\n'
+        'Written by ``posenc-ref golden generate`` (:func:`posenc_ref.corpus.record_shipped_digest`); '
+        'never edit by hand.\n"""\n\n'
+        f'MANIFEST_SHA256 = "{digest}"\n', encoding="utf-8")
+    return True
+
+
+def shipped_digest() -> str:
+    """The sha256 of the manifest this package ships (``posenc_ref/_manifest_digest.py``)."""
+    from posenc_ref._manifest_digest import MANIFEST_SHA256
+
+    return MANIFEST_SHA256
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -321,24 +370,96 @@ def manifest_problems(manifest: Any) -> list[str]:
     return problems
 
 
-def _load(directory: Path, item: Mapping[str, Any]) -> NDArray[Any]:
-    """Load one listed array, refusing anything that does not match its manifest entry."""
-    path = directory / item["file"]
-    name = item["file"]
+def corpus_path(directory: Path, relative: Any) -> Path:
+    """``directory / relative`` for a manifest path that cannot leave the corpus, else :class:`CorpusError`.
+
+    The path must be a relative, normalised POSIX path (no ``..``, ``.``, empty parts, backslashes
+    or drive letters) under ``cases/``; no part of it may be a symbolic link, and the file must be
+    a regular file (no FIFO, device or folder). Each is refused by name.
+    """
+    name = str(relative)
+    if not isinstance(relative, str) or not relative:
+        raise CorpusError([f"{name!r}: a manifest path must be a non-empty string"])
+    if relative.startswith("/") or "\\" in relative or ":" in relative.split("/")[0]:
+        raise CorpusError([f"{name}: an absolute path in the manifest, refused (paths are relative to the corpus)"])
+    parts = relative.split("/")
+    if posixpath.normpath(relative) != relative or any(p in ("", ".", "..") for p in parts):
+        raise CorpusError([f"{name}: not a normalised relative path (no '..', '.' or empty parts), refused"])
+    if parts[0] != "cases" or len(parts) < 3:
+        raise CorpusError([f"{name}: outside the corpus's cases/ folder, refused"])
+    path = Path(directory)
+    for i, part in enumerate(parts):
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            raise CorpusError([f"{name}: listed in the manifest but missing"]) from None
+        except OSError as exc:
+            raise CorpusError([f"{name}: cannot be examined ({exc})"]) from None
+        if stat.S_ISLNK(mode):
+            raise CorpusError([f"{name}: {'/'.join(parts[:i + 1])} is a symbolic link, refused"])
+        last = i == len(parts) - 1
+        if not last and not stat.S_ISDIR(mode):
+            raise CorpusError([f"{name}: {'/'.join(parts[:i + 1])} is not a folder"])
+        if last and not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+            raise CorpusError([f"{name}: {kind}, not a regular file, refused"])
+    return path
+
+
+def _header(handle: Any, name: str) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
     try:
-        array = np.load(path, allow_pickle=False)
-    except (FileNotFoundError, IsADirectoryError):
-        raise CorpusError([f"{name}: listed in the manifest but missing"]) from None
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+        else:
+            raise CorpusError([f"{name}: .npy format version {version} is not supported"])
+    except CorpusError:
+        raise
+    except (ValueError, OSError, EOFError, SyntaxError) as exc:
+        reason = "holds pickled objects" if "pickle" in str(exc).lower() or "object" in str(exc).lower() else (
+            f"not a readable .npy header ({exc})")
+        raise CorpusError([f"{name}: {reason}"]) from None
+    return tuple(shape), bool(fortran), dtype
+
+
+def _load(directory: Path, item: Mapping[str, Any]) -> NDArray[Any]:
+    """Load one listed array, refusing anything that does not match its manifest entry.
+
+    The path is checked first (:func:`corpus_path`); then the ``.npy`` header is parsed and its
+    dtype and shape compared with the manifest, and its size with the file's and with
+    :data:`MAX_ARRAY_BYTES`, before any data is read.
+    """
+    name = str(item["file"])
+    path = corpus_path(directory, item["file"])
+    try:
+        with open(path, "rb") as handle:
+            shape, _, dtype = _header(handle, name)
+            if dtype.hasobject:
+                raise CorpusError([f"{name}: holds pickled objects"])
+            if dtype.name != item["dtype"] or list(shape) != list(item["shape"]):
+                raise CorpusError([f"{name}: holds {dtype.name}{list(shape)}, the manifest says "
+                                   f"{item['dtype']}{list(item['shape'])}"])
+            size = math.prod(shape) * dtype.itemsize
+            if size > MAX_ARRAY_BYTES:
+                raise CorpusError([f"{name}: its header declares {size} bytes, above the limit of "
+                                   f"{MAX_ARRAY_BYTES} (MAX_ARRAY_BYTES); not read"])
+            have = os.fstat(handle.fileno()).st_size - handle.tell()
+            if have != size:
+                raise CorpusError([f"{name}: unreadable, {'truncated' if have < size else 'trailing bytes'}: "
+                                   f"{have} data bytes for a header declaring {size}"])
+            handle.seek(0)
+            array = np.lib.format.read_array(handle, allow_pickle=False)
+    except CorpusError:
+        raise
     except ValueError as exc:
         reason = "holds pickled objects" if "pickle" in str(exc).lower() else f"unreadable ({exc})"
         raise CorpusError([f"{name}: {reason}"]) from None
     except (OSError, EOFError) as exc:
         raise CorpusError([f"{name}: unreadable or truncated ({exc})"]) from None
-    if not isinstance(array, np.ndarray):
-        raise CorpusError([f"{name}: not a single .npy array"])
-    if array.dtype.name != item["dtype"] or list(array.shape) != list(item["shape"]):
-        raise CorpusError([f"{name}: holds {array.dtype.name}{list(array.shape)}, the manifest says "
-                           f"{item['dtype']}{list(item['shape'])}"])
     if array_sha256(array) != item["sha256"]:
         raise CorpusError([f"{name}: sha256 mismatch (modified or corrupt)"])
     return array
@@ -359,11 +480,17 @@ def verify_files(directory: Path, cases: list[Mapping[str, Any]]) -> list[str]:
 def read_manifest(directory: Path) -> dict[str, Any]:
     """Parse and schema-check ``manifest.json``; :class:`CorpusError` on any problem."""
     path = Path(directory) / "manifest.json"
-    if not path.is_file():
-        raise CorpusError([f"{path}: no manifest.json in the corpus directory"])
     try:
-        manifest = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        info = os.lstat(path)
+    except OSError:
+        raise CorpusError([f"{path}: no manifest.json in the corpus directory"]) from None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        raise CorpusError(["manifest.json: a symbolic link or not a regular file, refused"])
+    if info.st_size > MAX_MANIFEST_BYTES:
+        raise CorpusError([f"manifest.json: {info.st_size} bytes, above the limit of {MAX_MANIFEST_BYTES}"])
+    try:
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise CorpusError([f"manifest.json: not valid JSON ({exc})"]) from None
     problems = manifest_problems(manifest)
     if problems:
@@ -383,6 +510,8 @@ class Corpus:
         self.problems: list[str] = []
         self.manifest: dict[str, Any] = {}
         self.manifest_sha256 = ""
+        self.digest_problem: str | None = None
+        """The problem that the manifest is not the one this package ships (``None`` when it is)."""
         self._arrays: dict[str, NDArray[Any]] = {}
         self._bad: dict[str, str] = {}
         try:
@@ -398,16 +527,28 @@ class Corpus:
                 except CorpusError as exc:
                     self._bad[item["file"]] = "; ".join(exc.problems)
                     self.problems.extend(exc.problems)
-        for folder, _, files in sorted(os.walk(self.directory / "cases")):
+        for folder, folders, files in sorted(os.walk(self.directory / "cases")):
             prefix = Path(folder).relative_to(self.directory).as_posix()
-            for file in sorted(files):
+            for file in sorted(files) + sorted(f for f in folders if os.path.islink(os.path.join(folder, f))):
                 relative = f"{prefix}/{file}"
                 if relative not in self._arrays and relative not in self._bad:
                     self.problems.append(f"{relative}: present on disk but not listed in the manifest")
+        self.problems += registry_disagreements(self.manifest)
+        shipped = shipped_digest()
+        if self.manifest_sha256 != shipped:
+            self.digest_problem = (f"manifest.json: sha256 {self.manifest_sha256[:16]}... is not that of the manifest "
+                                   f"this posenc-ref {__version__} ships ({shipped[:16]}...): the corpus was edited, "
+                                   "even if consistently, or is another version")
+            self.problems.append(self.digest_problem)
 
     @property
     def cases(self) -> list[dict[str, Any]]:
         return list(self.manifest.get("cases", []))
+
+    @property
+    def modified(self) -> bool:
+        """Whether the corpus failed verification (any problem, the shipped manifest hash included)."""
+        return bool(self.problems)
 
     def _array(self, item: Mapping[str, Any]) -> NDArray[Any]:
         if item["file"] in self._bad:
@@ -424,6 +565,39 @@ class Corpus:
             for name, item in entry["outputs"].items()
         }
         return GoldenCase(entry, inputs, outputs)
+
+
+def registry_disagreements(manifest: Mapping[str, Any]) -> list[str]:
+    """What a manifest says about its cases that the registry does not: an unknown tolerance
+    class anywhere; for a registered case id, another op, other outputs, another tolerance
+    class or another ``expected_error``."""
+    classes = {cls for cls, _ in POLICIES}
+    registered = {case.id: (op, case) for op in OPS for case in op.cases}
+    problems = []
+    for entry in manifest.get("cases", []):
+        cid = entry["id"]
+        for name, item in entry["outputs"].items():
+            if item.get("tolerance") not in classes:
+                problems.append(f"{cid}/{name}: unknown tolerance class {item.get('tolerance')!r} "
+                                f"(known: {', '.join(sorted(classes))})")
+        if cid not in registered:
+            continue
+        op, case = registered[cid]
+        if entry["op"] != op.name:
+            problems.append(f"{cid}: op {entry['op']!r} in the manifest, {op.name!r} in the registry")
+            continue
+        if entry.get("expected_error") != case.error:
+            problems.append(f"{cid}: expected_error {entry.get('expected_error')!r} in the manifest, "
+                            f"{case.error!r} in the registry")
+        want = {} if case.error else {out.name: out.tolerance for out in op.outputs}
+        have = {name: item.get("tolerance") for name, item in entry["outputs"].items()}
+        if set(have) != set(want):
+            problems.append(f"{cid}: outputs {sorted(have)} in the manifest, {sorted(want)} in the registry")
+        for name in set(have) & set(want):
+            if have[name] != want[name]:
+                problems.append(f"{cid}/{name}: tolerance class {have[name]!r} in the manifest, "
+                                f"{want[name]!r} in the registry")
+    return problems
 
 
 def verify(directory: Path) -> list[str]:
@@ -491,7 +665,8 @@ def _ulp_distance(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
 def check(directory: Path, *, progress: Progress | None = None) -> list[str]:
     """Recompute every case from its stored inputs and compare with the corpus.
 
-    Integrity first (:func:`verify`); then the case ids and parameters against the registry;
+    Integrity first (:func:`verify`; a manifest that is intact but not the one this package
+    ships is reported and still recomputed, to show what differs); then the case ids and parameters against the registry;
     then, per case: the oracle recomputed from the stored inputs (integers exact, floats within
     :data:`CHECK_ULPS` float64 ulps), the float64 reference within its float64 tolerance, the
     stored phases and input scales against the records (within :data:`SCALE_RTOL`), and
@@ -501,8 +676,8 @@ def check(directory: Path, *, progress: Progress | None = None) -> list[str]:
 
     loaded = Corpus(directory)
     problems = list(loaded.problems)
-    if problems:
-        return problems
+    if [p for p in problems if p != loaded.digest_problem]:
+        return problems  # a manifest that is not the shipped one but is intact is still recomputed
     stored = {c["id"]: c for c in loaded.cases}
     registered = {case.id: (op, case) for op in OPS for case in op.cases}
     problems += [f"{cid}: registered but not in the corpus (run `posenc-ref golden generate`)"
@@ -554,7 +729,13 @@ def _scale_disagreements(op: OpRecord, case_id: str, params: Mapping[str, Any], 
                     problems.append(f"{case_id}/{out.name}: the {label} is "
                                     f"{'stored but not in the registry' if function is None else 'missing'}")
                 continue
-            fresh = np.broadcast_to(np.asarray(function(params, golden.inputs), dtype=np.float64), array.shape)
+            fresh = np.asarray(function(params, golden.inputs), dtype=np.float64)
+            try:
+                fresh = np.broadcast_to(fresh, array.shape)
+            except ValueError:
+                problems.append(f"{case_id}/{out.name}: the stored {label} has shape {list(array.shape)}, the "
+                                f"recomputed one {list(fresh.shape)}")
+                continue
             if not np.allclose(fresh, array, rtol=SCALE_RTOL, atol=0.0):
                 problems.append(f"{case_id}/{out.name}: the stored {label} differs from the recomputed one")
     return problems

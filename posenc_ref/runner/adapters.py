@@ -3,7 +3,9 @@
 An adapter is any object with:
 
 ``name`` (str), ``dtype`` (``"float64" | "float32" | "float16" | "bfloat16"``: what it computes in)
-    Required.
+    Required. ``dtype`` may also be a mapping from op name to dtype (with an optional
+    ``"default"`` entry) for a library that computes some ops in float32 and others in float64;
+    an op with neither an entry nor a default is not applicable.
 ``run(op, params, inputs)``
     Required. ``op`` is an op name (``"sinusoidal.table"``), ``params`` the case's full
     parameters (dict), ``inputs`` a dict of NumPy arrays. Returns the outputs: a dict by output
@@ -14,8 +16,10 @@ An adapter is any object with:
 ``capabilities`` (dict)
     Optional. ``{op name: {param name: (supported values, ...)}}``; ops not listed, or a case
     whose parameter value is not listed, are *not applicable*. Absent: every op, every value.
-``supports(op, params) -> bool | str``
+``supports(op, params[, case_kind[, inputs]]) -> bool | str``
     Optional, overrides ``capabilities``; a string is the reason for not_applicable.
+    ``case_kind`` (``"valid"`` or ``"error"``) and ``inputs`` (the case's arrays) are passed
+    when the signature takes them; the two-argument form keeps working.
 ``at_dtype(dtype) -> adapter``
     Optional; the same implementation computing in another dtype (``--dtype``).
 ``error_category(exc) -> str | None``
@@ -33,6 +37,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
+import shlex
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -51,6 +57,13 @@ class AdapterLoadError(Exception):
     """An adapter could not be found, imported or does not follow the protocol."""
 
 
+class AdapterCrash(Exception):
+    """The adapter broke instead of answering: its process died, timed out or broke the protocol.
+
+    Always an ``error`` for the case, also on an error case (a crash is not a rejection).
+    """
+
+
 def default_error_category(exc: BaseException) -> str | None:
     """The default mapping of exceptions to error categories."""
     if isinstance(exc, SpecError):
@@ -67,15 +80,42 @@ def error_category(adapter: Any, exc: BaseException) -> str | None:
     return mapper(exc) if callable(mapper) else default_error_category(exc)
 
 
-def supports(adapter: Any, op: str, params: Mapping[str, Any], *, error_case: bool = False) -> str | None:
+CASE_KINDS: Final = ("valid", "error")
+"""The third argument of ``supports``: a case with valid inputs, or an error case (its inputs
+are invalid on purpose, and the adapter is expected to reject them)."""
+
+
+def _positional_arity(function: Callable[..., Any]) -> int:
+    """How many positional arguments ``function`` takes (4 for ``*args``; 2 when unknown)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return 4
+    return sum(p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+               for p in parameters)
+
+
+def supports(adapter: Any, op: str, params: Mapping[str, Any], *, case_kind: str = "valid",
+             inputs: Mapping[str, NDArray[Any]] | None = None) -> str | None:
     """``None`` when the adapter runs this case, else the not_applicable reason.
 
-    For error cases only the op is matched against ``capabilities``, not the parameter values:
-    an invalid value (an unknown layout, say) is exactly what such a case checks is rejected.
+    An adapter's own ``supports`` is called as ``supports(op, params)``, ``supports(op, params,
+    case_kind)`` or ``supports(op, params, case_kind, inputs)``, whichever its signature takes
+    (``case_kind`` is ``"valid"`` or ``"error"``, :data:`CASE_KINDS`; ``inputs`` the case's
+    input arrays, copies). For error cases only the op is matched against ``capabilities``, not
+    the parameter values: an invalid value (an unknown layout, say) is exactly what such a
+    case checks is rejected. A per-op ``dtype`` mapping without an entry for ``op`` (and no
+    ``"default"``) makes the op not applicable.
     """
+    if isinstance(getattr(adapter, "dtype", None), Mapping) and dtype_for(adapter.dtype, op) is None:
+        return f"{op}: no dtype declared for it in the adapter's per-op dtype mapping"
     custom = getattr(adapter, "supports", None)
     if callable(custom):
-        verdict = custom(op, params)
+        arity = _positional_arity(custom)
+        arguments: tuple[Any, ...] = (op, params, case_kind, inputs if inputs is not None else {})
+        verdict = custom(*arguments[:max(2, min(arity, 4))])
         if verdict is True:
             return None
         return verdict if isinstance(verdict, str) and verdict else f"{op} not supported"
@@ -85,9 +125,17 @@ def supports(adapter: Any, op: str, params: Mapping[str, Any], *, error_case: bo
     if op not in caps:
         return f"{op} not supported"
     for name, values in (caps[op] or {}).items():
-        if not error_case and name in params and params[name] not in values:
+        if case_kind == "valid" and name in params and params[name] not in values:
             return f"{op} with {name}={params[name]!r} not supported (supports {list(values)})"
     return None
+
+
+def dtype_for(dtype: Any, op: str) -> Any:
+    """The dtype an adapter computes ``op`` in: its ``dtype``, or from a per-op mapping the
+    entry for ``op``, else its ``"default"`` entry, else ``None``."""
+    if isinstance(dtype, Mapping):
+        return dtype.get(op, dtype.get("default"))
+    return dtype
 
 
 class ReferenceAdapter:
@@ -156,19 +204,50 @@ def _instantiate(obj: Any, spec: str) -> Any:
     if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "run")):
         try:
             obj = obj()
-        except Exception as exc:  # adapter code
-            raise AdapterLoadError(f"creating adapter {spec!r} raised {type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:  # adapter code: even sys.exit() there is only a failed load
+            raise AdapterLoadError(f"creating adapter {spec!r} raised {_describe(exc)}") from exc
     return check_adapter(obj, spec)
+
+
+def _describe(exc: BaseException) -> str:
+    kind = type(exc).__name__
+    try:
+        message = str(exc)
+    except BaseException:  # an exception whose str() raises
+        message = "<str() of the exception raised>"
+    return f"{kind}: {message}" if message else kind
 
 
 def check_adapter(obj: Any, spec: str) -> Any:
     """``obj`` if it follows the protocol; :class:`AdapterLoadError` naming what is missing."""
     for attribute in ("name", "dtype", "run"):
-        if not hasattr(obj, attribute):
-            raise AdapterLoadError(f"adapter {spec!r} has no {attribute!r} (see conformance/README.md)")
-    if obj.dtype not in DTYPES:
-        raise AdapterLoadError(f"adapter {spec!r} declares dtype {obj.dtype!r}; expected one of {', '.join(DTYPES)}")
+        try:
+            value = getattr(obj, attribute)
+        except AttributeError:
+            raise AdapterLoadError(f"adapter {spec!r} has no {attribute!r} (see conformance/README.md)") from None
+        except BaseException as exc:  # a property is adapter code
+            raise AdapterLoadError(f"adapter {spec!r}: reading {attribute!r} raised {_describe(exc)}") from exc
+        if attribute == "name" and not isinstance(value, str):
+            raise AdapterLoadError(f"adapter {spec!r}: 'name' must be a str, got {type(value).__name__}")
+    dtype = obj.dtype
+    if isinstance(dtype, Mapping):
+        bad = {str(k): v for k, v in dtype.items() if v not in DTYPES or not isinstance(k, str)}
+        unknown = [k for k in dtype if isinstance(k, str) and k != "default" and not _is_op(k)]
+        if bad or unknown or not dtype:
+            raise AdapterLoadError(f"adapter {spec!r} declares a per-op dtype mapping {dict(dtype)!r}; expected "
+                                   f"op names (or 'default') mapped to one of {', '.join(DTYPES)}")
+    elif not isinstance(dtype, str) or dtype not in DTYPES:
+        raise AdapterLoadError(f"adapter {spec!r} declares dtype {dtype!r}; expected one of {', '.join(DTYPES)} "
+                               "or a mapping from op name to one of them")
     return obj
+
+
+def _is_op(name: str) -> bool:
+    try:
+        get_op(name)
+    except KeyError:
+        return False
+    return True
 
 
 def load_adapter(spec: str) -> Any:
@@ -185,11 +264,18 @@ def load_adapter(spec: str) -> Any:
     if spec.startswith("subprocess:"):
         from posenc_ref.runner.subprocess_adapter import ProtocolError, SubprocessAdapter, timeout_from_env
 
+        command = spec.split(":", 1)[1]
         try:
-            child = SubprocessAdapter.from_command(spec.split(":", 1)[1], timeout=timeout_from_env())
-            return check_adapter(child, spec)
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise AdapterLoadError(f"adapter {spec!r}: the command cannot be split like a shell would ({exc})") from None
+        try:
+            child = SubprocessAdapter(argv, timeout=timeout_from_env())
+        except ValueError as exc:
+            raise AdapterLoadError(f"adapter {spec!r}: {exc}") from None
         except ProtocolError as exc:
             raise AdapterLoadError(str(exc)) from exc
+        return check_adapter(child, spec)
     target, _, attribute = spec.partition(":") if not spec.endswith(".py") else (spec, "", "")
     attribute = attribute or "ADAPTER"
     if target.endswith(".py"):
@@ -204,13 +290,13 @@ def load_adapter(spec: str) -> Any:
         sys.modules[module_name] = module
         try:
             loader_spec.loader.exec_module(module)
-        except Exception as exc:
-            raise AdapterLoadError(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:  # adapter code: even sys.exit() at import is only a failed load
+            raise AdapterLoadError(f"importing {target!r} failed: {_describe(exc)}") from exc
     elif ":" in spec:
         try:
             module = importlib.import_module(target)
-        except Exception as exc:
-            raise AdapterLoadError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:  # adapter code: even sys.exit() at import is only a failed load
+            raise AdapterLoadError(f"importing module {target!r} failed: {_describe(exc)}") from exc
     else:
         known = ", ".join(BUILTIN)
         raise AdapterLoadError(f"unknown adapter {spec!r}: give a built-in name ({known}), "

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import platform
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,9 +29,10 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref import __version__, corpus
+from posenc_ref import corpus
 from posenc_ref.errors import ERROR_CATEGORIES
-from posenc_ref.runner.engine import Result, Run, open_corpus, run_case, unmatched_expectations
+from posenc_ref.runner.engine import (Result, Run, corpus_info, environment, open_corpus, run_case,
+                                      unmatched_expectations)
 from posenc_ref.runner.expectations import Expectation
 from posenc_ref.tolerance import DTYPES
 
@@ -88,6 +88,10 @@ def read_implementation(results_dir: Path) -> dict[str, str]:
                            'e.g. {"name": "my-impl", "dtype": "float32"}') from None
     except json.JSONDecodeError as exc:
         raise OfflineError(f"{path} is not valid JSON: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise OfflineError(f"{path} is not UTF-8 text ({exc})") from None
+    except OSError as exc:
+        raise OfflineError(f"{path} cannot be read ({exc})") from None
     if not isinstance(info, dict) or not isinstance(info.get("name"), str) or info.get("dtype") not in DTYPES:
         raise OfflineError(f"{path} must be an object with a string 'name' and a 'dtype' in {', '.join(DTYPES)}")
     return {"name": info["name"], "dtype": info["dtype"], "version": str(info.get("version", ""))}
@@ -117,7 +121,6 @@ def verify_results(
     results_dir = Path(results_dir)
     info = read_implementation(results_dir)
     directory, loaded = open_corpus(corpus_dir, allow_modified)
-    problems = loaded.problems
     manifest = loaded.manifest
     expectations = expectations or []
     expectation_errors = unmatched_expectations(expectations, manifest)
@@ -131,19 +134,16 @@ def verify_results(
         adapter = _CaseResults(results_dir / entry["id"], info["name"], info["dtype"], info["version"],
                                tuple(entry["outputs"]))
         rerun = f"posenc-ref conformance {spec} --case {entry['id']}{rerun_extra}"
-        results.extend(run_case(adapter, None, loaded, entry, expectations, None, rerun))
+        results.extend(run_case(adapter, loaded, entry, expectations, rerun))
     return Run(
         adapter={"spec": spec, **info},
-        corpus={"path": str(directory), "version": manifest["version"], "format_version": manifest["format_version"],
-                "manifest_sha256": loaded.manifest_sha256, "modified": bool(problems), "problems": problems,
-                "cases_selected": len({r.case_id for r in results}), "cases_total": len(manifest["cases"])},
+        corpus=corpus_info(directory, loaded, len({r.case_id for r in results}), corpus_dir is None),
         results=results,
         expectation_errors=expectation_errors,
         started=started,
         seconds=time.monotonic() - start,
         command=f"posenc-ref conformance {spec}{rerun_extra}",
-        environment={"posenc_ref": __version__, "numpy": np.__version__, "python": platform.python_version(),
-                     "platform": platform.platform()},
+        environment=environment(),
     )
 
 
@@ -163,7 +163,8 @@ def write_results(results_dir: Path, adapter: Any, *, corpus_dir: Path | None = 
     loaded = corpus.Corpus(Path(corpus_dir) if corpus_dir else corpus.default_corpus_dir())
     written = 0
     for entry in loaded.manifest["cases"]:
-        if supports(adapter, entry["op"], entry["params"], error_case=bool(entry.get("expected_error"))):
+        if supports(adapter, entry["op"], entry["params"],
+                    case_kind="error" if entry.get("expected_error") else "valid"):
             continue
         golden = loaded.case(entry)
         folder = results_dir / entry["id"]

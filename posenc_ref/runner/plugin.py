@@ -34,7 +34,6 @@ class _Session:
     def __init__(self, config: pytest.Config) -> None:
         from posenc_ref import corpus
         from posenc_ref.runner.adapters import AdapterLoadError, load_adapter
-        from posenc_ref.runner.engine import Worker
         from posenc_ref.runner.expectations import ExpectationsError, load_expectations
 
         self.spec = config.getoption("posenc_adapter")
@@ -62,20 +61,24 @@ class _Session:
         unmatched = unmatched_expectations(self.expectations, self.manifest)
         if unmatched:  # the runner's strictness: an entry that matches nothing is an error
             raise pytest.UsageError("posenc-ref: " + "; ".join(unmatched))
-        self.timeout = config.getoption("posenc_timeout")
+        from posenc_ref.runner.subprocess_adapter import check_timeout
+
+        try:
+            self.timeout = check_timeout(config.getoption("posenc_timeout"), "--posenc-timeout")
+        except ValueError as exc:
+            raise pytest.UsageError(f"posenc-ref: {exc}") from None
         extra = "".join(f" {flag} {value}" for flag, value in (("--corpus", corpus_opt), ("--expectations", path),
                                                                ("--dtype", dtype)) if value)
         self.rerun = f"posenc-ref conformance {self.spec}{extra} --case"
-        self.worker = Worker()
         self.cache: dict[str, Any] = {}
         self.executed = 0
 
     def results(self, entry: dict[str, Any]) -> Any:
-        from posenc_ref.runner.engine import EXECUTED, run_case
+        from posenc_ref.runner.engine import EXECUTED, run_cases
 
         if entry["id"] not in self.cache:
-            results = run_case(self.adapter, self.worker, self.corpus, entry, self.expectations, self.timeout,
-                               f"{self.rerun} {entry['id']}")
+            results = run_cases(self.adapter, self.corpus, [entry], self.expectations,
+                                lambda e: f"{self.rerun} {e['id']}", timeout=self.timeout)
             self.executed += sum(r.status in EXECUTED for r in results)
             self.cache[entry["id"]] = {r.output: r for r in results}
         return self.cache[entry["id"]]

@@ -15,15 +15,23 @@ protocol is described in ``conformance/README.md`` and, message by message, by
    "error", "seq": N, "category": ..., "message": ...}``.
 3. The runner sends ``{"type": "shutdown"}`` (or closes stdin) at the end.
 
-Each case has its own time limit (``timeout``). A process that exits, writes something that is
-not a protocol message, or runs past the limit is killed; that case is an ``error`` and the
-next case starts a fresh process (with a fresh handshake).
+Each case has its own time limit (``timeout``, from ``POSENC_SUBPROCESS_TIMEOUT`` or
+:data:`DEFAULT_TIMEOUT`, lowered to the runner's ``--timeout`` by the runner). A process that
+exits, writes something that is not a protocol message, or runs past the limit is killed; that
+case is an ``error`` and the next case starts a fresh process (with a fresh handshake).
+
+Limits: one message is one line of at most :data:`MAX_LINE_BYTES` bytes; an output file may
+hold at most :data:`MAX_OUTPUT_BYTES` bytes of data. A breach is an ``error`` for that case,
+naming the limit. Bytes that are not UTF-8 are shown escaped (``\\xff``). An answer carries
+the ``seq`` of its request: a stale answer (an earlier ``seq``, a child answering twice) is
+dropped, an answer for a ``seq`` never sent is a protocol error.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import queue
 import shlex
@@ -31,6 +39,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, Final
@@ -40,6 +49,7 @@ from numpy.typing import NDArray
 
 from posenc_ref import corpus
 from posenc_ref.errors import ERROR_CATEGORIES
+from posenc_ref.runner.adapters import AdapterCrash
 from posenc_ref.tolerance import DTYPES
 
 PROTOCOL: Final = "posenc-ref-subprocess/1"
@@ -47,11 +57,33 @@ DEFAULT_TIMEOUT: Final = 30.0
 """Seconds one case may take in the child (below the runner's default of 60 s, so the child is
 killed and restarted before the runner abandons the call)."""
 HANDSHAKE_TIMEOUT: Final = 30.0
+MAX_LINE_BYTES: Final = 1 << 20
+"""The longest line (one protocol message, newline included) the runner reads from a child."""
+MAX_OUTPUT_BYTES: Final = 1 << 30
+"""The most data bytes one output ``.npy`` of a child may declare in its header."""
+ENV_TIMEOUT: Final = "POSENC_SUBPROCESS_TIMEOUT"
 _STDERR_TAIL: Final = 2000
+_EXIT_WAIT: Final = 5.0
 
 
-class ProtocolError(Exception):
+class ProtocolError(AdapterCrash):
     """The child broke the protocol: it exited, timed out or wrote something unexpected."""
+
+
+def check_timeout(value: object, what: str) -> float:
+    """``value`` as seconds: a finite number above 0, else ``ValueError`` naming ``what``."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number of seconds, got {value!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{what} must be finite and above 0 seconds, got {value!r}")
+    return seconds
+
+
+def _text(data: bytes) -> str:
+    """Bytes from a child as text; bytes that are not UTF-8 shown escaped (``\\xff``)."""
+    return data.decode("utf-8", errors="backslashreplace")
 
 
 class CaseRejected(Exception):
@@ -63,33 +95,50 @@ class CaseRejected(Exception):
 
 
 class _Child:
-    """One running child process with a reader thread feeding its stdout lines to a queue."""
+    """One running child process with a reader thread feeding its stdout lines to a queue.
+
+    The pipes are binary: lines are read with a length limit (:data:`MAX_LINE_BYTES`) and
+    decoded by :func:`_text`, so no output of the child can exhaust memory or kill the reader.
+    """
 
     def __init__(self, argv: list[str], cwd: str | None) -> None:
         try:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True, bufsize=1, cwd=cwd)
+                                            stderr=subprocess.PIPE, bufsize=0, cwd=cwd)
         except OSError as exc:
             raise ProtocolError(f"cannot start {shlex.join(argv)}: {exc}") from exc
-        self.lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self.lines: queue.SimpleQueue[str | ProtocolError | None] = queue.SimpleQueue()
         self.stderr: list[str] = []
         stdout, stderr = self.process.stdout, self.process.stderr
         if stdout is None or stderr is None:
             raise ProtocolError("the process has no stdout/stderr pipes")
         threading.Thread(target=self._pump, args=(stdout, self.lines), daemon=True).start()
-        threading.Thread(target=self._drain, args=(stderr,), daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._drain, args=(stderr,), daemon=True)
+        self._stderr_reader.start()
 
     @staticmethod
-    def _pump(stream: IO[str], lines: queue.SimpleQueue[str | None]) -> None:
-        for line in stream:
-            lines.put(line)
+    def _pump(stream: IO[bytes], lines: queue.SimpleQueue[str | ProtocolError | None]) -> None:
+        try:
+            while line := stream.readline(MAX_LINE_BYTES):
+                if not line.endswith(b"\n") and len(line) >= MAX_LINE_BYTES:
+                    lines.put(ProtocolError(f"a line on stdout is longer than the limit of {MAX_LINE_BYTES} bytes "
+                                            f"(MAX_LINE_BYTES); it starts {_text(line[:80])!r}"))
+                    while (rest := stream.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                        pass  # the rest of the oversized line, dropped
+                    continue
+                lines.put(_text(line))
+        except (OSError, ValueError):
+            pass
         lines.put(None)
 
-    def _drain(self, stream: IO[str]) -> None:
-        for line in stream:
-            self.stderr.append(line)
-            if len(self.stderr) > 200:
-                del self.stderr[:100]
+    def _drain(self, stream: IO[bytes]) -> None:
+        try:
+            while line := stream.readline(_STDERR_TAIL):
+                self.stderr.append(_text(line))
+                if len(self.stderr) > 200:
+                    del self.stderr[:100]
+        except (OSError, ValueError):
+            pass
 
     def stderr_tail(self) -> str:
         text = "".join(self.stderr).strip()
@@ -100,18 +149,22 @@ class _Child:
         if stdin is None:
             raise ProtocolError("the process has no stdin")
         try:
-            stdin.write(json.dumps(message) + "\n")
+            stdin.write((json.dumps(message) + "\n").encode("utf-8"))
             stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise ProtocolError(self._exit_note(f"writing to the process failed ({exc})")) from exc
 
-    def receive(self, timeout: float) -> dict[str, Any]:
+    def receive(self, timeout: float, limit: float | None = None) -> dict[str, Any]:
+        """The next message, waiting ``timeout`` s (``limit``: the whole limit, for the message)."""
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
-            raise ProtocolError(f"no answer within {timeout:g} s (process killed and restarted)") from None
+            said = timeout if limit is None else limit
+            raise ProtocolError(f"no answer within {said:g} s (process killed and restarted)") from None
         if line is None:
             raise ProtocolError(self._exit_note("the process closed its output"))
+        if isinstance(line, ProtocolError):
+            raise line
         try:
             message = json.loads(line)
         except json.JSONDecodeError:
@@ -121,10 +174,14 @@ class _Child:
         return message
 
     def _exit_note(self, what: str) -> str:
+        """``what`` with the exit status and the stderr tail: the process is waited for and its
+        stderr read to the end first, so neither is lost to a race with a broken pipe."""
         try:
-            code = self.process.wait(timeout=2)
+            code: int | None = self.process.wait(timeout=_EXIT_WAIT)
         except subprocess.TimeoutExpired:
             code = None
+        else:
+            self._stderr_reader.join(timeout=_EXIT_WAIT)
         tail = self.stderr_tail()
         return f"{what}; exit status {code}" + (f"; stderr: {tail}" if tail else "")
 
@@ -135,7 +192,7 @@ class _Child:
                 if self.process.stdin is not None:
                     self.process.stdin.close()
                 self.process.wait(timeout=2)
-            except (ProtocolError, subprocess.TimeoutExpired):
+            except (ProtocolError, subprocess.TimeoutExpired, OSError):
                 self.process.kill()
                 self.process.wait()
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
@@ -154,7 +211,8 @@ class SubprocessAdapter:
     argv
         The command and its arguments.
     timeout
-        Seconds one case (or the handshake) may take before the child is killed.
+        Seconds one case may take before the child is killed (finite, above 0). Kept in
+        ``child_timeout``, which the runner lowers to its own per-case limit.
     dtype
         Ask the child to compute in this dtype (``hello.dtype``); ``None``: its default.
     cwd
@@ -171,7 +229,10 @@ class SubprocessAdapter:
         if not argv:
             raise ProtocolError("subprocess: give a command, e.g. subprocess:node impl.js")
         self.argv = list(argv)
-        self.timeout = float(timeout)
+        try:
+            self.child_timeout = check_timeout(timeout, "subprocess: the timeout")
+        except ValueError as exc:
+            raise ProtocolError(str(exc)) from None
         self.requested_dtype = dtype
         self.cwd = cwd
         self.restarts = 0
@@ -189,12 +250,11 @@ class SubprocessAdapter:
         if dtype is not None and self.dtype != dtype:
             self.close()
             raise ProtocolError(f"asked for dtype {dtype!r}, the process computes in {self.dtype!r}")
-        caps = hello.get("capabilities")
-        if caps is not None and not isinstance(caps, dict):
+        try:
+            self.capabilities = _capabilities(hello.get("capabilities"))
+        except ProtocolError:
             self.close()
-            raise ProtocolError(f"handshake: capabilities must be an object, got {type(caps).__name__}")
-        self.capabilities: dict[str, dict[str, tuple[Any, ...]]] | None = None if caps is None else {
-            str(op): {str(k): tuple(v) for k, v in (values or {}).items()} for op, values in caps.items()}
+            raise
         atexit.register(self.close)
 
     @classmethod
@@ -233,6 +293,17 @@ class SubprocessAdapter:
             self._child = None
         self.restarts += 1
 
+    @property
+    def timeout(self) -> float:
+        """Seconds one case may take in the child (``child_timeout``)."""
+        return self.child_timeout
+
+    def interrupt(self) -> None:
+        """Kill the running child (the runner's clock ran out); the next case starts a fresh one."""
+        child = self._child
+        if child is not None and child.process.poll() is None:
+            child.process.kill()
+
     def run(self, op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
         """Hand one case to the child; its outputs as arrays.
 
@@ -256,16 +327,25 @@ class SubprocessAdapter:
                 np.save(paths[name], np.ascontiguousarray(array), allow_pickle=False)
             try:
                 child.send({"type": "run", "seq": seq, "op": op, "params": dict(params), "inputs": paths,
-                                  "output_dir": str(out_dir)})
-                answer = child.receive(self.timeout)
-                if answer.get("seq") != seq:
-                    raise ProtocolError(f"answer for seq {answer.get('seq')!r} while waiting for seq {seq}")
-                return self._outputs(answer, out_dir)
+                            "output_dir": str(out_dir)})
+                return self._outputs(self._answer(child, seq), out_dir)
             except ProtocolError:
                 self._restart()
                 raise
             finally:
                 shutil.rmtree(case_dir, ignore_errors=True)
+
+    def _answer(self, child: _Child, seq: int) -> dict[str, Any]:
+        """The child's answer to request ``seq``; stale answers (earlier ``seq``) are dropped."""
+        deadline = time.monotonic() + self.child_timeout
+        while True:
+            answer = child.receive(max(deadline - time.monotonic(), 0.001), self.child_timeout)
+            got = answer.get("seq")
+            if got == seq:
+                return answer
+            if isinstance(got, int) and not isinstance(got, bool) and 0 < got < seq:
+                continue  # an answer to an earlier request (the child answered twice): not this case's
+            raise ProtocolError(f"answer for seq {got!r} while waiting for seq {seq}")
 
     @staticmethod
     def _outputs(answer: Mapping[str, Any], out_dir: Path) -> dict[str, NDArray[Any]]:
@@ -279,9 +359,9 @@ class SubprocessAdapter:
             file = Path(str(path))
             file = file if file.is_absolute() else out_dir / file
             try:
-                outputs[str(name)] = np.load(file, allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise ProtocolError(f"output {name!r}: cannot read {file}: {exc}") from exc
+                outputs[str(name)] = _read_output(file)
+            except (OSError, ValueError, EOFError) as exc:
+                raise ProtocolError(f"output {name!r}: cannot read {file.name}: {exc}") from exc
         return outputs
 
     def error_category(self, exc: BaseException) -> str | None:
@@ -290,7 +370,7 @@ class SubprocessAdapter:
 
     def at_dtype(self, dtype: str) -> SubprocessAdapter:
         """The same command, asked for ``dtype`` in its handshake."""
-        return SubprocessAdapter(self.argv, timeout=self.timeout, dtype=dtype, cwd=self.cwd)
+        return SubprocessAdapter(self.argv, timeout=self.child_timeout, dtype=dtype, cwd=self.cwd)
 
     def close(self) -> None:
         """Stop the child and remove the scratch folder."""
@@ -308,10 +388,49 @@ def _corpus_version() -> str:
 
 
 def timeout_from_env() -> float:
-    """``POSENC_SUBPROCESS_TIMEOUT`` (seconds) or :data:`DEFAULT_TIMEOUT`."""
-    raw = os.environ.get("POSENC_SUBPROCESS_TIMEOUT")
-    try:
-        return float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        return DEFAULT_TIMEOUT
+    """``POSENC_SUBPROCESS_TIMEOUT`` (seconds) or :data:`DEFAULT_TIMEOUT`.
 
+    Raises ``ValueError`` naming the variable when it is set to anything but a finite number
+    above 0 (``-1``, ``nan``, ``inf``, ``soon``).
+    """
+    raw = os.environ.get(ENV_TIMEOUT)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_TIMEOUT
+    return check_timeout(raw.strip(), ENV_TIMEOUT)
+
+
+def _capabilities(caps: Any) -> dict[str, dict[str, tuple[Any, ...]]] | None:
+    """The hello's ``capabilities``, checked: ``{op: {param: [values...]}}`` or absent."""
+    if caps is None:
+        return None
+    if not isinstance(caps, dict):
+        raise ProtocolError(f"handshake: capabilities must be an object, got {type(caps).__name__}")
+    out: dict[str, dict[str, tuple[Any, ...]]] = {}
+    for op, values in caps.items():
+        values = values or {}
+        if not isinstance(values, dict) or not all(isinstance(v, list) for v in values.values()):
+            raise ProtocolError(f"handshake: capabilities[{op!r}] must be an object of parameter name to a list "
+                                f"of values, got {json.dumps(values)[:120]}")
+        out[str(op)] = {str(k): tuple(v) for k, v in values.items()}
+    return out
+
+
+def _read_output(file: Path) -> NDArray[Any]:
+    """One output ``.npy`` of the child: a plain file, its header read first and sized against
+    :data:`MAX_OUTPUT_BYTES` before any data is read."""
+    if not file.is_file():
+        raise OSError("not a regular file (or missing)")
+    with open(file, "rb") as handle:
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+        else:
+            raise ValueError(f".npy format version {version} is not supported")
+        size = math.prod(shape) * dtype.itemsize
+        if size > MAX_OUTPUT_BYTES:
+            raise ValueError(f"the header declares {size} bytes, above the limit of {MAX_OUTPUT_BYTES} "
+                             "(MAX_OUTPUT_BYTES)")
+    array: NDArray[Any] = np.load(file, allow_pickle=False)
+    return array
