@@ -244,3 +244,9 @@ def test_a_wrong_port_variant_fails(monkeypatch, name, case, wrong):
         if hasattr(part, name):
             monkeypatch.setattr(part, name, wrong(real))
     assert _fails(port, case)
+
+
+def test_the_deprecated_jax_adapter_spelling_loads_the_same_adapter():
+    with x64(False):
+        old, new = load_adapter(f"{ADAPTERS / 'jax_adapter.py'}:ADAPTER"), load_adapter(SPEC)
+    assert (old.name, old.dtype, old.capabilities) == (new.name, new.dtype, new.capabilities)

@@ -20,6 +20,12 @@ ADAPTERS = Path(__file__).resolve().parents[1] / "conformance" / "adapters"
     ("jax_port.py:ADAPTER", "jax", "jax"),
     ("onnxruntime_graphs.py:ADAPTER", "onnx", "onnx"),
     ("onnxruntime_graphs.py:ADAPTER", "onnxruntime", "onnx"),
+    # the deprecated spellings (shims for one release)
+    ("torch_adapter.py:TORCH", "torch", "torch"),
+    ("torch_adapter.py:WHISPER", "torch", "torch"),
+    ("jax_adapter.py:ADAPTER", "jax", "jax"),
+    ("onnxruntime_adapter.py:ADAPTER", "onnx", "onnx"),
+    ("onnxruntime_adapter.py:ADAPTER", "onnxruntime", "onnx"),
 ])
 def test_missing_framework_names_the_extra(monkeypatch, capsys, file, module, extra):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail, installed or not

@@ -217,3 +217,8 @@ def test_a_wrong_port_fails(monkeypatch):
     _patch(monkeypatch, module, "_attention_node", unscaled)
     _patch(monkeypatch, module, "_resize_rows", replicated)
     assert _failing_ops(module, ops) == ops
+
+
+def test_the_deprecated_onnxruntime_adapter_spelling_loads_the_same_adapter():
+    old, new = load_adapter(f"{ADAPTERS / 'onnxruntime_adapter.py'}:ADAPTER"), load_adapter(f"{FILE}:ADAPTER")
+    assert (old.name, old.dtype, old.capabilities, old.refused) == (new.name, new.dtype, new.capabilities, new.refused)

@@ -224,6 +224,11 @@ def test_every_module_lists_the_adapters_it_holds_and_no_other():
         assert held == {name for name, where in MODULES.items() if where == module_name}, module_name
 
 
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_the_deprecated_torch_adapter_spelling_loads_the_same_adapter(name):
+    old, new = load_adapter(f"{ADAPTERS / 'torch_adapter.py'}:{name}"), load_adapter(_spec(name))
+    assert (old.name, old.dtype, old.capabilities) == (new.name, new.dtype, new.capabilities)
+
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_torch_port_passes_every_case_of_the_new_ops(dtype):
