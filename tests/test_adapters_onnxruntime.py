@@ -114,16 +114,16 @@ def test_bfloat16_is_not_offered_and_a_missing_kernel_is_not_applicable(monkeypa
     module = _module()
     with pytest.raises(ValueError, match="not offered"):
         module.OnnxRuntimeAdapter("bfloat16")
-    # A graph onnxruntime has no kernel for (as RotaryEmbedding at float64 will be) is not_applicable.
-    primitive = _part("onnx_primitive")
-    real_run = primitive._run
+    # A graph onnxruntime has no kernel for (as RotaryEmbedding at float64 is) is not_applicable: the start-up
+    # trial run of a registry case finds it.
+    real_run = module.RUNNERS["grid2d.sincos"]
 
-    def no_double_sin(builder, params, feeds, dtype, *extra):
-        if dtype == "float64" and builder is primitive.build_grid:
+    def no_double_sin(params, inputs, dtype):
+        if dtype == "float64":
             raise module.ort.capi.onnxruntime_pybind11_state.NotImplemented("Could not find an implementation for Sin")
-        return real_run(builder, params, feeds, dtype, *extra)
+        return real_run(params, inputs, dtype)
 
-    _patch(monkeypatch, module, "_run", no_double_sin)
+    monkeypatch.setitem(module.RUNNERS, "grid2d.sincos", no_double_sin)
     adapter = module.OnnxRuntimeAdapter("float64")
     run = run_conformance(adapter, spec="ort")
     grid = {r.status for r in run.results if r.op == "grid2d.sincos"}
@@ -222,3 +222,16 @@ def test_a_wrong_port_fails(monkeypatch):
 def test_the_deprecated_onnxruntime_adapter_spelling_loads_the_same_adapter():
     old, new = load_adapter(f"{ADAPTERS / 'onnxruntime_adapter.py'}:ADAPTER"), load_adapter(f"{FILE}:ADAPTER")
     assert (old.name, old.dtype, old.capabilities, old.refused) == (new.name, new.dtype, new.capabilities, new.refused)
+
+
+def test_every_graph_is_tried_at_start_up_on_a_registry_case():
+    """The start-up probe runs each op's graph on the registry's smallest valid case it can express, so no
+    op goes untried (a missing kernel would otherwise surface as errors instead of not_applicable)."""
+    from posenc_ref.registry import get_op
+
+    module = _module()
+    for op in module.RUNNERS:
+        params, inputs = module._trial_case(op)
+        record = get_op(op)
+        assert any(case.error is None and record.full_params(case.params) == params for case in record.cases), op
+        assert module._unexpressible(op, params) is None, op

@@ -7,7 +7,7 @@ described in :mod:`onnxruntime_graphs`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import numpy as np
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import posenc_adapter_checks as checks  # noqa: E402
-from onnx_graph import ELEM, I64, Feeds, Graph, Outs, TensorProto, _inputs_as, _int, ort  # noqa: E402
+from onnx_graph import I64, Feeds, Graph, Outs, TensorProto, _inputs_as, _int  # noqa: E402
 
 
 def _table(g: Graph, rows: str, p: Mapping[str, Any]) -> str:
@@ -44,12 +44,14 @@ def _table(g: Graph, rows: str, p: Mapping[str, Any]) -> str:
     return g.op("Mul", out, g.const(float(p["scale"]))) if float(p["scale"]) != 1.0 else out
 
 
-def build_table(g: Graph, params: Mapping[str, Any], rank: int) -> Any:
+def build_table(g: Graph, params: Mapping[str, Any], positions: np.ndarray) -> tuple[Feeds, Outs]:
+    """``sinusoidal.table`` of int64 ``positions`` (the offset is added in the graph)."""
     rows = g.op("Add", "positions", g.const(int(params["position_offset"]), np.int64))
-    return [("positions", TensorProto.INT64, rank)], [(_table(g, rows, params), "table", rank + 1)]
+    return [("positions", positions)], [(_table(g, rows, params), "table", "float")]
 
 
-def build_fairseq(g: Graph, params: Mapping[str, Any], rank: int) -> Any:
+def build_fairseq(g: Graph, params: Mapping[str, Any], tokens: np.ndarray) -> tuple[Feeds, Outs]:
+    """``sinusoidal.fairseq`` of the (B, T) int64 ``tokens``: the int64 rows and the embedding."""
     pad, past = int(params["padding_idx"]), int(params["past_length"])
     real = g.op("Cast", g.op("Not", g.op("Equal", "tokens", g.const(pad, np.int64))), to=TensorProto.INT64)
     if past:
@@ -61,10 +63,11 @@ def build_fairseq(g: Graph, params: Mapping[str, Any], rank: int) -> Any:
          "odd_width": "zero_pad_last", "scale": 1.0}
     keep = g.unsqueeze_last(g.cast(g.op("Not", g.op("Equal", rows, g.const(pad, np.int64))), g.compute))
     embedding = g.op("Mul", _table(g, rows, p), keep)
-    return [("tokens", TensorProto.INT64, 2)], [(rows, "positions", 2), (embedding, "embedding", 3)]
+    return [("tokens", tokens)], [(rows, "positions", "int"), (embedding, "embedding", "float")]
 
 
-def build_grid(g: Graph, params: Mapping[str, Any], rank: int) -> Any:
+def build_grid(g: Graph, params: Mapping[str, Any], ys: np.ndarray, xs: np.ndarray) -> tuple[Feeds, Outs]:
+    """``grid2d.sincos`` of the int64 coordinates ``ys``, ``xs``."""
     w = g.frequencies(int(params["dim"]) // 2, params["base"], params["ladder"])  # (D/4,)
     q = int(params["dim"]) // 4
     y = g.op("Mul", g.unsqueeze_last(g.cast("ys", g.compute)), w)
@@ -77,59 +80,16 @@ def build_grid(g: Graph, params: Mapping[str, Any], rank: int) -> Any:
         out = g.op("Concat", sa, sb, ca, cb, axis=-1)
     else:
         out = g.op("Concat", g.interleave(sa, ca, q, "ys"), g.interleave(sb, cb, q, "ys"), axis=-1)
-    return [("ys", TensorProto.INT64, rank), ("xs", TensorProto.INT64, rank)], [(out, "table", rank + 1)]
+    return [("ys", ys), ("xs", xs)], [(out, "table", "float")]
 
 
-def build_lookup(g: Graph, params: Mapping[str, Any], rank: int, rows_in_table: int) -> Any:
+def build_lookup(g: Graph, params: Mapping[str, Any], table: np.ndarray, positions: np.ndarray) -> tuple[Feeds, Outs]:
+    """``learned.lookup``: rows ``positions + offset`` of the float64 (N, D) ``table``, clamped under "clamp"."""
     rows = g.op("Add", "positions", g.const(int(params["offset"]), np.int64))
     if params["out_of_range"] == "clamp":
-        rows = g.op("Min", rows, g.const(rows_in_table - 1, np.int64))
-    table = g.cast("table", g.compute)
-    gathered = g.op("Gather", table, rows, axis=0)
-    return [("table", TensorProto.DOUBLE, 2), ("positions", TensorProto.INT64, rank)], [(gathered, "rows", rank + 1)]
-
-
-BUILDERS: dict[str, Callable[..., Any]] = {
-    "sinusoidal.table": build_table,
-    "sinusoidal.fairseq": build_fairseq,
-    "grid2d.sincos": build_grid,
-    "learned.lookup": build_lookup,
-    # the relative, RoPE and attention ops are in RUNNERS below
-}
-
-
-def _run(builder: Callable[..., Any], params: Mapping[str, Any], feeds: Mapping[str, np.ndarray], dtype: str,
-         *extra: Any) -> dict[str, np.ndarray]:
-    g = Graph("float64" if dtype == "float64" else "float32")
-    rank = np.ndim(feeds.get("positions", feeds.get("ys", feeds.get("tokens"))))
-    inputs, outputs = builder(g, params, rank, *extra)
-    finals = [(name, public, TensorProto.INT64, r) if public == "positions" else  # integer rows stay int64
-              (g.cast(name, dtype), public, ELEM[dtype], r) for name, public, r in outputs]
-    model = g.model(inputs, finals)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    result = session.run([public for _, public, _, _ in finals], dict(feeds))
-    return {public: value for (_, public, _, _), value in zip(finals, result)}
-
-
-def _probe(op: str, dtype: str) -> str | None:
-    """``None`` when onnxruntime runs the op's graph at ``dtype``, else its message."""
-    samples: dict[str, tuple[dict[str, Any], dict[str, np.ndarray], tuple[Any, ...]]] = {
-        "sinusoidal.table": ({"dim": 4, "base": 10000.0, "ladder": "paper", "layout": "interleaved",
-                              "odd_width": "error", "position_offset": 0, "scale": 1.0},
-                             {"positions": np.arange(2)}, ()),
-        "sinusoidal.fairseq": ({"dim": 4, "padding_idx": 1, "past_length": 0, "base": 10000.0},
-                               {"tokens": np.array([[1, 5]])}, ()),
-        "grid2d.sincos": ({"dim": 4, "base": 10000.0, "ladder": "paper", "axis_order": "x_first",
-                           "block_layout": "interleaved"}, {"ys": np.arange(2), "xs": np.arange(2)}, ()),
-        "learned.lookup": ({"offset": 0, "out_of_range": "clamp"},
-                           {"table": np.zeros((2, 2)), "positions": np.arange(3)}, (2,)),
-    }
-    params, feeds, extra = samples[op]
-    try:
-        _run(BUILDERS[op], params, feeds, dtype, *extra)
-    except ort.capi.onnxruntime_pybind11_state.NotImplemented as exc:  # no kernel for this type; anything else raises
-        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
-    return None
+        rows = g.op("Min", rows, g.const(table.shape[0] - 1, np.int64))
+    gathered = g.op("Gather", g.cast("table", g.compute), rows, axis=0)
+    return [("table", table), ("positions", positions)], [(gathered, "rows", "float")]
 
 
 def build_inv_freq(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:

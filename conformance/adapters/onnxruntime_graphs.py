@@ -39,8 +39,10 @@ resample.*                       ``Resize``                                     
 .. [3] ``Resize`` has no double kernel in onnxruntime 1.30 (not_applicable at float64); at
    float16 it runs the float16 kernel on the float16 table.
 
-At start-up the adapter builds every op once per dtype; an (op, dtype) pair whose graph
-onnxruntime refuses is ``not_applicable`` with onnxruntime's message as the reason, never a pass.
+At start-up the adapter runs every op's graph once per dtype on a case from the registry (the
+op's smallest valid case the graphs can express, its parameters filled in from the registry's
+parameter table); an (op, dtype) pair whose graph onnxruntime refuses is ``not_applicable`` with
+onnxruntime's message as the reason, never a pass.
 
 ``learned.lookup``: ``Gather`` wraps negative indices and refuses indices past the end with
 a generic runtime error, so out-of-range and negative rows are refused by the wrapper first
@@ -138,6 +140,8 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+from posenc_ref.registry import get_op  # noqa: E402
+
 import posenc_adapter_checks as checks  # noqa: E402
 from onnx_graph import ATTENTION_OPSET, ELEM, NUMPY, OPSET, ROPE_OPSET, _execute, _graph  # noqa: E402
 from onnx_operators import (  # noqa: E402
@@ -151,9 +155,6 @@ from onnx_operators import (  # noqa: E402
     build_rope_scores,
 )
 from onnx_primitive import (  # noqa: E402
-    BUILDERS,
-    _probe,
-    _run,
     build_alibi,
     build_cos_sin,
     build_deberta_bucket,
@@ -177,7 +178,7 @@ from onnx_primitive import (  # noqa: E402
 )
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
-    require,  # noqa: E402
+    require,
     validate_fairseq,
     validate_grid,
     validate_lookup,
@@ -188,99 +189,32 @@ onnx = require("onnx", "onnx")
 ort = require("onnxruntime", "onnx")
 
 
-def _probe_new(op: str, dtype: str) -> str | None:
-    """``None`` when onnxruntime runs the op's graph at ``dtype`` (a trial run), else its message."""
-    x = np.linspace(-1, 1, 16).reshape(1, 2, 2, 4)
-    resize = {"kernel": "bicubic", "cubic_a": -0.75, "antialias": "off", "coordinates": "half_pixel",
-              "size_from": "size", "scale_offset": 0.0}
-    plain = {"scale": None, "softmax_multiplier": 1.0, "causal": True, "alignment": "bottom_right"}
-    schemes: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]] = {
-        "attention.terms": ({}, {"term": np.zeros((1, 1, 2, 2)), "value_term": np.zeros((1, 1, 2, 2, 4))}),
-        "attention.rope": ({"base": 10000.0, "layout": "half"}, {}),
-        "attention.alibi": ({"form": "relative_causal"}, {}),
-        "attention.t5": ({"num_buckets": 8, "max_distance": 16, "direction": "bidirectional"},
-                         {"table": np.zeros((8, 2))}),
-        "attention.shaw": ({"max_relative_position": 1, "sign": "key_minus_query"},
-                           {"rel_keys": np.zeros((3, 4)), "rel_values": np.zeros((3, 4))}),
-        "attention.xl": ({"base": 10000.0}, {"u_bias": x[0, 0], "v_bias": x[0, 0], "w_r": x[0]}),
-    }
-    trial: dict[str, tuple[dict[str, Any], dict[str, np.ndarray]]] = {
-        "rope.inv_freq": ({"dim": 8, "base": 10000.0, "rope_type": "yarn", "factor": 4.0, "original_max_position": 64,
-                           "context_length": None, "low_freq_factor": None, "high_freq_factor": None,
-                           "beta_fast": None, "beta_slow": None, "mscale": None, "mscale_all_dim": None,
-                           "attention_factor": None, "truncate": True, "partial_rotary_factor": 1.0,
-                           "dynamic_convention": "transformers", "yarn_convention": "transformers"}, {}),
-        "rope.cos_sin": ({"width": "full", "attention_factor": 1.0},
-                         {"positions": np.arange(2), "inv_freq": np.array([1.0, 0.5])}),
-        "rope.apply": ({"base": 10000.0, "rotary_dim": None, "partial": "prefix", "layout": "half",
-                        "x_layout": "BHTD", "attention_factor": 1.0}, {"x": x, "positions": np.arange(2)}),
-        "rope.scores": ({"base": 10000.0, "rotary_dim": None, "partial": "prefix", "layout": "half",
-                         "x_layout": "BHTD", "attention_factor": 1.0, "xpos_scale_base": None},
-                        {"q": x, "k": x, "q_positions": np.arange(2), "k_positions": np.arange(2)}),
-        "alibi.slopes": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0}, {}),
-        "alibi.bias": ({"num_heads": 2, "slope_rule": "press", "bias_max": 8.0, "form": "relative_causal"},
-                       {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
-        "alibi.mask_positions": ({}, {"attention_mask": np.array([[0, 1, 1]])}),
-        "t5.bucket": ({"num_buckets": 32, "max_distance": 128, "direction": "bidirectional"},
-                      {"relative_positions": np.arange(-3, 3)}),
-        "t5.bias": ({"num_buckets": 32, "max_distance": 128, "direction": "bidirectional",
-                     "table_layout": "buckets_heads"},
-                    {"query_positions": np.arange(2), "key_positions": np.arange(2), "table": np.zeros((32, 2))}),
-        "deberta.bucket": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none"},
-                           {"relative_positions": np.arange(-3, 3)}),
-        "deberta.index": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none"},
-                          {"query_positions": np.arange(2), "key_positions": np.arange(2)}),
-        "deberta.scores": ({"position_buckets": 8, "max_relative_positions": 16, "distance_clamp": "none",
-                            "pos_att_type": "c2p|p2c"},
-                           {"query_positions": np.arange(2), "key_positions": np.arange(2), "q": x[0],
-                            "k": x[0], "pos_key": np.zeros((2, 16, 4)), "pos_query": np.zeros((2, 16, 4))}),
-        "attention": ({"scale": None, "causal": True, "alignment": "bottom_right", "window": None,
-                       "fully_masked": "zeros"},
-                      {"q": x, "k": x, "v": x, "mask": np.ones((1, 1, 1, 1), dtype=bool),
-                       "key_padding_mask": np.ones((1, 2), dtype=bool), "bias": np.zeros((1, 1, 1, 1))}),
-        "rope.xpos": ({"base": 10000.0, "scale_base": 512.0, "centring": "lucidrains", "layout": "interleaved",
-                       "x_layout": "BHTD"}, {"q": x, "k": x, "positions": np.arange(2)}),
-        "rope.mrope_cos_sin": ({"dim": 4, "base": 10000.0, "mrope_layout": "chunked", "width": "full"},
-                               {"positions": np.zeros((3, 2), dtype=np.int64), "mrope_section": np.array([1, 1, 0])}),
-        **{op: ({"max_relative_position": 1, "sign": "key_minus_query"},
-                {"q_positions": np.arange(2), "k_positions": np.arange(2), "q": x[0, 0], "k": x[0, 0],
-                 "rel_keys": x[0, 0, :1].repeat(3, 0), "weights": np.eye(2), "v": x[0, 0],
-                 "rel_values": x[0, 0, :1].repeat(3, 0)}) for op in ("shaw.index", "shaw.logits", "shaw.output")},
-        "rope.longrope_inv_freq": ({"dim": 4, "base": 10000.0, "factor": 2.0, "original_max_position": 8,
-                                    "context_length": 4, "attention_factor": None,
-                                    "longrope_convention": "transformers"},
-                                   {"short_factor": np.ones(2), "long_factor": np.ones(2)}),
-        "transformer_xl.score": ({"base": 10000.0, "clamp_len": -1},
-                                 {"q": x[0, 0], "k": x[0, 0], "u": x[0, 0, 0], "v": x[0, 0, 1], "w_r": x[0, 0],
-                                  "q_positions": np.arange(2), "k_positions": np.arange(2)}),
-        "transformer_xl.rel_shift": ({"variant": "transformer_xl", "k_len": 2}, {"x": x[0, 0, :, :2]}),
-        **{op: ({**resize, "in_size": 4, "new_size": 2, "new_length": 2, "num_prefix_tokens": 1, "grid_height": 2,
-                 "grid_width": 2, "new_height": 3, "new_width": 3}, {"table": x[0, 0, :, :2].repeat(3, 0)[:5]})
-           for op in RESAMPLE_CHECKS},
-        **{op: ({**plain, **extra}, {"q": x, "k": x, "v": x, "q_positions": np.arange(2), "k_positions": np.arange(2),
-                                     **tables}) for op, (extra, tables) in schemes.items()},
-        "attention.pipeline": ({"num_heads": 2, "num_kv_heads": None, "causal": True, "pe_placement": "input"},
-                               {"tokens": np.array([[0, 1]]), "embedding": x[0].reshape(4, 4)[:3], "pe": x[0, 0],
-                                **{w: x[0].reshape(4, 4) for w in ("w_q", "w_k", "w_v", "w_o")}}),
-    }
-    params, inputs = trial[op]
-    try:
-        RUNNERS[op](params, inputs, dtype)
-    except (ort.capi.onnxruntime_pybind11_state.NotImplemented,
-            ort.capi.onnxruntime_pybind11_state.InvalidGraph) as exc:
-        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
-    except ort.capi.onnxruntime_pybind11_state.Fail as exc:
-        if dtype != "float64":
-            raise
-        # Attention has no double kernel; onnxruntime then expands the operator's function body,
-        # whose float constants do not type-check against double inputs
-        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
-    if dtype == "float64" and op in ATTENTION_OPS:
-        return ("onnxruntime 1.30 has no double kernel for the Attention operator: what runs at float64 is the "
-                "operator's ONNX function body, which scales Q and K by sqrt(scale) computed in float32 "
-                "(Constant ScaleF, Sqrt, then Cast to double; onnx/defs/nn/defs.cc), so the logits carry a "
-                "float32 rounding (about 1e-8 relative): not a float64 computation")
-    return None
+Runner = Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]
+"""One op at one dtype: the case's parameters and inputs in, the outputs by name out (its checks first)."""
+
+
+def run_table(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    rows, p = validate_table(params, inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_table(g, p, rows - int(p["position_offset"])), dtype)
+
+
+def run_fairseq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    tokens = validate_fairseq(params, inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_fairseq(g, params, tokens), dtype)
+
+
+def run_grid(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    ys, xs = validate_grid(params, inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_grid(g, params, ys, xs), dtype)
+
+
+def run_lookup(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    table, rows = validate_lookup(params, inputs)
+    g = _graph(dtype)
+    return _execute(g, *build_lookup(g, params, table.astype(np.float64), rows - int(params["offset"])), dtype)
 
 
 def run_inv_freq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
@@ -387,7 +321,7 @@ def run_mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype
     return _execute(g, *build_mrope(g, params, *checks.mrope(params, inputs)), dtype)
 
 
-def _shaw_runner(op: str) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]:
+def _shaw_runner(op: str) -> Runner:
     def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
         a = checks.shaw(params, inputs, op)
         qp, kp = (checks.positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
@@ -416,7 +350,7 @@ RESAMPLE_CHECKS = {"resample.weights": checks.resample_weights, "resample.table_
                    "resample.grid_2d": checks.resample_grid_2d}
 
 
-def _resample_runner(op: str) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]:
+def _resample_runner(op: str) -> Runner:
     def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
         c = RESAMPLE_CHECKS[op](params, inputs)
         g = _graph(dtype)
@@ -430,7 +364,7 @@ ATTENTION_CHECKS = {"attention.terms": checks.attention_terms, "attention.rope":
                     "attention.shaw": checks.attention_shaw, "attention.xl": checks.attention_xl}
 
 
-def _scheme_runner(op: str) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]:
+def _scheme_runner(op: str) -> Runner:
     def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
         a = dict(ATTENTION_CHECKS[op](params, inputs))
         if op in ("attention.shaw", "attention.xl"):  # 1-D positions, checked above
@@ -447,7 +381,9 @@ def run_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dt
 
 
 ATTENTION_OPS = ("attention", "attention.pipeline", *ATTENTION_CHECKS)  # graphs with the real Attention operator
-RUNNERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]] = {
+RUNNERS: dict[str, Runner] = {
+    "sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
+    "learned.lookup": run_lookup,
     "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply,
     "rope.scores": run_rope_scores,
     "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
@@ -500,62 +436,84 @@ CALLS.update({op: f"the ONNX Resize operator (opset {OPSET}, cubic_coeff_a, coor
               "with exclude_outside)" for op in RESAMPLE_CHECKS})
 
 
+def _unexpressible(op: str, params: Mapping[str, Any]) -> str | None:
+    """Why the graphs have no form for these parameter values (not_applicable), or None."""
+    if op == "rope.inv_freq" and params.get("rope_type") == "longrope":
+        return "rope_type='longrope' has no graph (its factor lists are not inputs of rope.inv_freq cases)"
+    if op == "attention" and params.get("fully_masked") in ("nan", "uniform"):
+        return ("the Attention operator has one fully-masked-row behaviour, zeros (onnx/onnx#8068); "
+                f"fully_masked={params['fully_masked']!r} has no form")
+    xpos = params.get("xpos_scale_base")
+    if op == "rope.scores" and xpos is not None and np.isfinite(float(xpos)) and float(xpos) > 0:
+        return "the xPos pair weights have no RotaryEmbedding form (xpos_scale_base is set)"
+    if op in ("resample.weights", "resample.grid_2d") and params.get("size_from") == "scale_factor":
+        size = _float32_size(params)
+        return None if size is True else str(size)
+    if op == "rope.apply" and params.get("layout") == "interleaved_to_half":
+        return ("RotaryEmbedding reads and writes pairs in one layout (interleaved=0 or 1); "
+                "interleaved_to_half has no form")
+    return None
+
+
+def _trial_case(op: str) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """The registry's smallest valid case of ``op`` the graphs can express: its full parameters and inputs."""
+    record = get_op(op)
+    trials = []
+    for case in record.cases:
+        params = record.full_params(case.params)
+        if case.error is None and _unexpressible(op, params) is None:
+            inputs = case.make_inputs()
+            trials.append((sum(np.size(value) for value in inputs.values()), case.id, params, inputs))
+    if not trials:
+        return None
+    _, _, params, inputs = min(trials)
+    return params, inputs
+
+
+def _probe(op: str, dtype: str) -> str | None:
+    """``None`` when onnxruntime runs the op's graph at ``dtype`` (a trial run of a registry case), else its message."""
+    trial = _trial_case(op)
+    if trial is None:  # no case the graphs can express: supports() refuses every case from its parameters
+        return None
+    try:
+        RUNNERS[op](*trial, dtype)
+    except (ort.capi.onnxruntime_pybind11_state.NotImplemented,
+            ort.capi.onnxruntime_pybind11_state.InvalidGraph) as exc:
+        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
+    except ort.capi.onnxruntime_pybind11_state.Fail as exc:
+        if dtype != "float64":
+            raise
+        # Attention has no double kernel; onnxruntime then expands the operator's function body,
+        # whose float constants do not type-check against double inputs
+        return f"onnxruntime has no kernel for the {op} graph at {dtype}: {str(exc).splitlines()[0][:200]}"
+    if dtype == "float64" and op in ATTENTION_OPS:
+        return ("onnxruntime 1.30 has no double kernel for the Attention operator: what runs at float64 is the "
+                "operator's ONNX function body, which scales Q and K by sqrt(scale) computed in float32 "
+                "(Constant ScaleF, Sqrt, then Cast to double; onnx/defs/nn/defs.cc), so the logits carry a "
+                "float32 rounding (about 1e-8 relative): not a float64 computation")
+    return None
+
+
 class OnnxRuntimeAdapter(Adapter):
     """The ONNX graphs at one dtype; ops whose graph onnxruntime refuses are not_applicable."""
 
     def __init__(self, dtype: str = "float32") -> None:
         if dtype not in ELEM:
             raise ValueError(f"onnxruntime adapter: dtype {dtype!r} is not offered (float64, float32, float16)")
-        self.refused = {op: reason for op in BUILDERS if (reason := _probe(op, dtype))}
-        self.refused.update({op: reason for op in RUNNERS if (reason := _probe_new(op, dtype))})
-        ops: dict[str, Callable[..., Any]] = {
-            "sinusoidal.table": self._table, "sinusoidal.fairseq": self._fairseq, "grid2d.sincos": self._grid,
-            "learned.lookup": self._lookup}
-        ops.update({op: self._runner(fn) for op, fn in RUNNERS.items()})
-        calls = {op: f"ONNX graph ({BUILDERS[op].__name__}), opset {OPSET}" for op in BUILDERS}
+        self.refused = {op: reason for op in RUNNERS if (reason := _probe(op, dtype))}
+        ops = {op: self._runner(fn) for op, fn in RUNNERS.items()}
         super().__init__("onnxruntime-graphs", f"onnxruntime {ort.__version__}, onnx {onnx.__version__}", dtype, ops,
-                         {op: {} for op in ops}, {**calls, **CALLS}, OnnxRuntimeAdapter, tuple(ELEM))
+                         {op: {} for op in ops}, CALLS, OnnxRuntimeAdapter, tuple(ELEM))
 
-    def _runner(self, fn: Callable[[Mapping[str, Any], Mapping[str, np.ndarray], str], dict[str, np.ndarray]]
-                ) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray]], dict[str, np.ndarray]]:
+    def _runner(self, fn: Runner) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray]], dict[str, np.ndarray]]:
         return lambda params, inputs: fn(params, inputs, self.dtype)
 
     def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
-        if op not in BUILDERS and op not in RUNNERS:
+        if op not in RUNNERS:
             return f"{op} has no ONNX graph yet"
         if op in self.refused:
             return self.refused[op]
-        if op == "rope.inv_freq" and params.get("rope_type") == "longrope":
-            return "rope_type='longrope' has no graph (its factor lists are not inputs of rope.inv_freq cases)"
-        if op == "attention" and params.get("fully_masked") in ("nan", "uniform"):
-            return ("the Attention operator has one fully-masked-row behaviour, zeros (onnx/onnx#8068); "
-                    f"fully_masked={params['fully_masked']!r} has no form")
-        xpos = params.get("xpos_scale_base")
-        if op == "rope.scores" and xpos is not None and np.isfinite(float(xpos)) and float(xpos) > 0:
-            return "the xPos pair weights have no RotaryEmbedding form (xpos_scale_base is set)"
-        if op in ("resample.weights", "resample.grid_2d") and params.get("size_from") == "scale_factor":
-            return _float32_size(params)
-        if op == "rope.apply" and params.get("layout") == "interleaved_to_half":
-            return ("RotaryEmbedding reads and writes pairs in one layout (interleaved=0 or 1); "
-                    "interleaved_to_half has no form")
-        return True
-
-    def _table(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        rows, p = validate_table(params, inputs)
-        return _run(build_table, p, {"positions": rows - int(p["position_offset"])}, self.dtype)["table"]
-
-    def _fairseq(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        tokens = validate_fairseq(params, inputs)
-        return _run(build_fairseq, params, {"tokens": tokens}, self.dtype)
-
-    def _grid(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        ys, xs = validate_grid(params, inputs)
-        return _run(build_grid, params, {"ys": ys, "xs": xs}, self.dtype)["table"]
-
-    def _lookup(self, params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        table, rows = validate_lookup(params, inputs)
-        feeds = {"table": table.astype(np.float64), "positions": rows - int(params["offset"])}
-        return _run(build_lookup, params, feeds, self.dtype, table.shape[0])["rows"]
+        return _unexpressible(op, params) or True
 
 
 ADAPTER = OnnxRuntimeAdapter
