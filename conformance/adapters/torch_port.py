@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -252,6 +253,11 @@ def port_rel_shift(x: Any, variant: str, k_len: int) -> tuple[Any, Any]:
     return x.reshape(rows, tq)[1:].reshape(tq, rows - 1)[:, :k_len], (j + tq - i < rows).to(torch.int64)
 
 
+def port_xpos_zeta(width: int, compute: Any) -> Any:
+    """xPos's per-pair decay ``zeta_i = (2i + 0.4 D) / (1.4 D)`` for the pairs i < D/2 of a width D; (P,)."""
+    return (2 * torch.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)
+
+
 def port_xpos(q: np.ndarray, k: np.ndarray, pos: np.ndarray, params: Mapping[str, Any],
               compute: Any) -> tuple[Any, Any]:
     """xPos in torch: RoPE over the whole head, then q times and k divided by ``zeta ** ((p - c) / B)``."""
@@ -261,7 +267,7 @@ def port_xpos(q: np.ndarray, k: np.ndarray, pos: np.ndarray, params: Mapping[str
     rope = {"base": params["base"], "partial": "prefix", "layout": params["layout"], "attention_factor": 1.0}
     qr, kr = (port_rope_apply(x, pos, width, rope, compute) for x in (qx, kx))
     centre = t // 2 if params["centring"] == "lucidrains" else -(-t // 2)
-    zeta = (2 * torch.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)  # (P,)
+    zeta = port_xpos_zeta(width, compute)  # (P,)
     power = (torch.from_numpy(pos) - centre).to(compute)[:, None, :, None] / float(params["scale_base"])
     up = zeta**power  # (B|1, 1, T, P)
     if not bool(torch.isfinite(up).all() & torch.isfinite(1 / up).all()):
@@ -315,222 +321,267 @@ def port_shaw_output(weights: Any, v: Any, table: Any, index: Any) -> Any:
     return weights @ v + port_shaw_value_term(weights, table, index)
 
 
+Params = Mapping[str, Any]  # a case's parameters, every default filled in
+Inputs = Mapping[str, np.ndarray]  # a case's inputs
+
+
+class PortDtypes(NamedTuple):
+    """What the port computes in (float64, or float32 for every narrower dtype) and what it returns (the adapter's)."""
+
+    compute: Any
+    out: Any
+
+
+def _pair(result: tuple[Any, Any], dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    """Two port results as NumPy in the adapter's dtype."""
+    return _numpy(result[0].to(dt.out)), _numpy(result[1].to(dt.out))
+
+
+def _tensor(array: np.ndarray, dt: PortDtypes) -> Any:
+    """A checked NumPy input as a tensor in the compute dtype."""
+    return torch.from_numpy(np.ascontiguousarray(array)).to(dt.compute)
+
+
+def run_table(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    rows, p = validate_table(params, inputs)
+    return _numpy(port_table(rows, p, dt.compute).to(dt.out))
+
+
+def run_fairseq(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    rows, emb = port_fairseq(validate_fairseq(params, inputs), params, dt.compute)
+    return _numpy(rows), _numpy(emb.to(dt.out))
+
+
+def run_grid(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    ys, xs = validate_grid(params, inputs)
+    return _numpy(port_grid(ys, xs, params, dt.compute).to(dt.out))
+
+
+def run_lookup(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    weights, rows = validate_lookup(params, inputs)
+    return _numpy(torch.from_numpy(weights).to(dt.out)[torch.from_numpy(rows)])
+
+
+def run_rope_apply(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    x, pos, rotary = _rope_x(params, inputs, ("half", "interleaved", "interleaved_to_half"))
+    return _back(port_rope_apply(x, pos, rotary, params, dt.compute).to(dt.out), params["x_layout"])
+
+
+def run_rope_scores(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    layouts = ("half", "interleaved")
+    q, qpos, rotary = _rope_x(params, {"x": inputs["q"], "positions": inputs["q_positions"]}, layouts)
+    k, kpos, _ = _rope_x(params, {"x": inputs["k"], "positions": inputs["k_positions"]}, layouts)
+    if q.shape[0] != k.shape[0] or q.shape[1] != k.shape[1] or q.shape[-1] != k.shape[-1]:
+        raise _shape(f"q and k must agree on B, H and D, got {inputs['q'].shape} and {inputs['k'].shape}")
+    scale_base = params["xpos_scale_base"]
+    if scale_base is not None:
+        scale_base = _finite_float("xpos_scale_base", scale_base, positive=True)
+    qr, kr = port_rope_apply(q, qpos, rotary, params, dt.compute), port_rope_apply(k, kpos, rotary, params, dt.compute)
+    if scale_base is None:
+        return _numpy((qr @ kr.transpose(-1, -2)).to(dt.out))
+    space = rotary if params["partial"] == "prefix" else q.shape[-1]
+    n = space // 2
+    u, v = (slice(0, n), slice(n, space)) if params["layout"] == "half" else (slice(0, space, 2),
+                                                                              slice(1, space, 2))
+    pairs = qr[..., None, u] * kr[..., None, :, u] + qr[..., None, v] * kr[..., None, :, v]  # (B, H, Tq, Tk, P)
+    zeta = port_xpos_zeta(space, dt.compute)  # (P,)
+    offset = torch.from_numpy(np.array(qpos))[:, :, None] - torch.from_numpy(np.array(kpos))[:, None, :]
+    weight = zeta ** (offset.to(dt.compute)[:, None, :, :, None] / scale_base)  # xPos: zeta_i ** ((m - n) / B)
+    rest = qr[..., space:] @ kr[..., space:].transpose(-1, -2)
+    return _numpy(((pairs * weight).sum(-1) + rest).to(dt.out))
+
+
+def run_t5_bucket(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    conventions = _t5_params(params)
+    rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+    return _numpy(port_t5_bucket(torch.from_numpy(rel), *conventions))
+
+
+def run_t5_bias(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    per_bucket, qp, kp, conventions = _t5_bias_inputs(params, inputs)
+    return _numpy(port_t5_bias(qp, kp, torch.from_numpy(per_bucket).to(dt.out), conventions))
+
+
+def run_alibi_slopes(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    heads = _alibi_slopes_check(params)
+    return _numpy(port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), dt.compute).to(dt.out))
+
+
+def run_alibi_bias(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    heads = _alibi_slopes_check(params)
+    form = choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
+    qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                 inputs["key_positions"])
+    if qp.shape[:-1] != kp.shape[:-1]:
+        raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+    m = port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), dt.compute)
+    return _numpy(port_alibi_bias(qp, kp, m, form, dt.compute).to(dt.out))
+
+
+def run_alibi_mask_positions(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    mask = np.asarray(inputs["attention_mask"])
+    if mask.ndim != 2 or mask.size == 0:
+        raise _shape(f"attention_mask must be a non-empty (B, T) array, got shape {mask.shape}")
+    if not np.all((mask == 0) | (mask == 1)):
+        raise _invalid("attention_mask must hold 0 and 1 only")
+    m = torch.from_numpy(mask.astype(np.int64))
+    return _numpy((m.cumsum(-1) - 1) * m)
+
+
+def run_attention(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    return _pair(port_attention(checks.attention(params, inputs), dt.compute), dt)
+
+
+def run_attention_terms(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_terms(params, inputs)
+    value_term = _tensor(a["value_term"], dt)
+    return _pair(port_attention(a, dt.compute, term=_tensor(a["term"], dt),
+                               value=lambda w: (w[..., None] * value_term).sum(dim=-2)), dt)
+
+
+def run_attention_rope(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_rope(params, inputs)
+    rope = {"base": a["base"], "partial": "prefix", "layout": a["layout"], "attention_factor": 1.0}
+    d = a["q"].shape[-1]
+    return _pair(port_attention(a, dt.compute, q=port_rope_apply(a["q"], a["q_positions"], d, rope, dt.compute),
+                               k=port_rope_apply(a["k"], a["k_positions"], d, rope, dt.compute)), dt)
+
+
+def run_attention_alibi(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_alibi(params, inputs)
+    slopes = port_alibi_slopes(a["q"].shape[1], "press", 8.0, dt.compute)
+    return _pair(port_attention(a, dt.compute, bias=port_alibi_bias(a["q_positions"], a["k_positions"], slopes,
+                                                                a["form"], dt.compute)), dt)
+
+
+def run_attention_t5(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_t5(params, inputs)
+    conventions = (a["direction"], a["buckets"], a["limit"], a["side"] // 2)
+    return _pair(port_attention(a, dt.compute, bias=port_t5_bias(a["q_positions"], a["k_positions"],
+                                                             _tensor(a["table"], dt), conventions)), dt)
+
+
+def run_attention_shaw(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_shaw(params, inputs)
+    qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
+    index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
+    keys, values = _tensor(a["rel_keys"], dt), _tensor(a["rel_values"], dt)
+    q = _tensor(a["q"], dt)
+    return _pair(port_attention(a, dt.compute, q=q, term=port_shaw_key_term(q, keys, index),
+                               value=lambda w: port_shaw_value_term(w, values, index)), dt)
+
+
+def run_attention_xl(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.attention_xl(params, inputs)
+    q, k = _tensor(a["q"], dt), _tensor(a["k"], dt).repeat_interleave(a["groups"], dim=1)  # k mapped to query heads
+    content = torch.einsum("hd,bhkd->bhk", _tensor(a["u_bias"], dt), k)[:, :, None, :]  # term (c): u_h . k_j
+    position = port_xl_position(q, _tensor(a["v_bias"], dt), _tensor(a["w_r"], dt), a["distance"], a["base"],
+                                dt.compute)
+    return _pair(port_attention(a, dt.compute, q=q, term=position + content), dt)
+
+
+def run_attention_pipeline(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    a = checks.attention_pipeline(params, inputs)
+    b, t = a["tokens"].shape
+    heads, kv_heads, d = a["heads"], a["kv_heads"], a["head_dim"]
+    x = _tensor(a["embedding"], dt)[torch.from_numpy(a["tokens"])]  # (B, T, width)
+    pe = _tensor(a["pe"], dt)
+    if a["placement"] == "input":
+        x = x + pe
+    q, k, v = ((x @ _tensor(a[w], dt)).reshape(b, t, n, d).transpose(1, 2)
+               for w, n in (("w_q", heads), ("w_k", kv_heads), ("w_v", kv_heads)))
+    output, _ = port_softmax_attention(q, k, v, torch.from_numpy(a["keep"]), float(a["scale"]), groups=a["groups"])
+    y = output.transpose(1, 2).reshape(b, t, heads * d) @ _tensor(a["w_o"], dt)
+    return _numpy((y + pe if a["placement"] == "after_block" else y).to(dt.out))
+
+
+def run_xl_score(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    a = checks.xl_score(params, inputs)
+    q = _tensor(a["q"], dt)
+    v, w_r = _tensor(a["v"], dt)[None], _tensor(a["w_r"], dt)[None]
+    position = port_xl_position(q[None], v, w_r, a["distance"], a["base"], dt.compute)[0]
+    return _numpy(((q + _tensor(a["u"], dt)) @ _tensor(a["k"], dt).T + position).to(dt.out))
+
+
+def run_rel_shift(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    a = checks.rel_shift(params, inputs)
+    shifted, valid = port_rel_shift(_tensor(a["x"], dt), a["variant"], a["k_len"])
+    return _numpy(shifted.to(dt.out)), _numpy(valid)
+
+
+def run_rope_cos_sin(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    width = choice("width", params["width"], ("half", "full", "full_interleaved"))
+    factor = _finite_float("attention_factor", params["attention_factor"], positive=True)
+    inv_freq = np.asarray(inputs["inv_freq"], dtype=np.float64)
+    if inv_freq.ndim != 1 or inv_freq.size == 0:
+        raise _shape(f"inv_freq must be a non-empty (P,) array, got shape {inv_freq.shape}")
+    pos = positions("positions", inputs["positions"])
+    angle = torch.from_numpy(pos).to(dt.compute)[..., None] * torch.from_numpy(inv_freq).to(dt.compute)
+    if width == "full":
+        angle = torch.cat([angle, angle], dim=-1)
+    elif width == "full_interleaved":
+        angle = angle.repeat_interleave(2, dim=-1)
+    return _numpy((torch.cos(angle) * factor).to(dt.out)), _numpy((torch.sin(angle) * factor).to(dt.out))
+
+
+def run_deberta_bucket(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    conventions = _deberta_params(params)
+    rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
+    return _numpy(port_deberta_bucket(torch.from_numpy(rel), *conventions))
+
+
+def run_deberta_index(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    conventions = _deberta_params(params)
+    qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
+                                                                                 inputs["key_positions"])
+    if qp.shape[:-1] != kp.shape[:-1]:
+        raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+    delta = torch.from_numpy(qp)[..., :, None] - torch.from_numpy(kp)[..., None, :]
+    span = conventions[0]
+    return _numpy(torch.clamp(port_deberta_bucket(delta, *conventions) + span, 0, 2 * span - 1))
+
+
+def run_xpos(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    q, k, pos = checks.xpos(params, inputs)
+    qs, ks = port_xpos(q, k, pos, params, dt.compute)
+    return _numpy(qs.to(dt.out)), _numpy(ks.to(dt.out))
+
+
+def run_deberta_scores(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    return _numpy(port_deberta_scores(checks.deberta_scores(params, inputs), dt.compute).to(dt.out))
+
+
+def run_shaw(op: str, params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    a = checks.shaw(params, inputs, op)
+    qp, kp = (positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
+    index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
+    if op == "shaw.index":
+        return _numpy(index)
+    first, second = ("q", "k") if op == "shaw.logits" else ("weights", "v")
+    x, y, table = (torch.from_numpy(a[n]).to(dt.compute) for n in (first, second, "table"))
+    port = port_shaw_logits if op == "shaw.logits" else port_shaw_output
+    return _numpy(port(x, y, table, index).to(dt.out))
+
+
+PORT_OPS: dict[str, Callable[..., Any]] = {  # op -> run_*(params, inputs, dt)
+    "sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
+    "learned.lookup": run_lookup,
+    "rope.cos_sin": run_rope_cos_sin, "deberta.bucket": run_deberta_bucket, "deberta.index": run_deberta_index,
+    "rope.apply": run_rope_apply, "rope.scores": run_rope_scores, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
+    "alibi.slopes": run_alibi_slopes, "alibi.bias": run_alibi_bias, "alibi.mask_positions": run_alibi_mask_positions,
+    "attention": run_attention, "rope.xpos": run_xpos, "deberta.scores": run_deberta_scores,
+    **{op: partial(run_shaw, op) for op in ("shaw.index", "shaw.logits", "shaw.output")},
+    "transformer_xl.score": run_xl_score, "transformer_xl.rel_shift": run_rel_shift,
+    "attention.terms": run_attention_terms, "attention.pipeline": run_attention_pipeline,
+    "attention.rope": run_attention_rope, "attention.alibi": run_attention_alibi, "attention.t5": run_attention_t5,
+    "attention.shaw": run_attention_shaw, "attention.xl": run_attention_xl,
+}
+
+
 def torch_port(dtype: str = "float64") -> Adapter:
     """The torch port of its ops; float16/bfloat16 computed in float32, rounded at the end."""
-    out = TORCH_DTYPES[dtype]
-    compute = torch.float64 if dtype == "float64" else torch.float32
-
-    def table(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        rows, p = validate_table(params, inputs)
-        return _numpy(port_table(rows, p, compute).to(out))
-
-    def fairseq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        rows, emb = port_fairseq(validate_fairseq(params, inputs), params, compute)
-        return _numpy(rows), _numpy(emb.to(out))
-
-    def grid(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        ys, xs = validate_grid(params, inputs)
-        return _numpy(port_grid(ys, xs, params, compute).to(out))
-
-    def lookup(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        weights, rows = validate_lookup(params, inputs)
-        return _numpy(torch.from_numpy(weights).to(out)[torch.from_numpy(rows)])
-
-    def rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        x, pos, rotary = _rope_x(params, inputs, ("half", "interleaved", "interleaved_to_half"))
-        return _back(port_rope_apply(x, pos, rotary, params, compute).to(out), params["x_layout"])
-
-    def rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        layouts = ("half", "interleaved")
-        q, qpos, rotary = _rope_x(params, {"x": inputs["q"], "positions": inputs["q_positions"]}, layouts)
-        k, kpos, _ = _rope_x(params, {"x": inputs["k"], "positions": inputs["k_positions"]}, layouts)
-        if q.shape[0] != k.shape[0] or q.shape[1] != k.shape[1] or q.shape[-1] != k.shape[-1]:
-            raise _shape(f"q and k must agree on B, H and D, got {inputs['q'].shape} and {inputs['k'].shape}")
-        scale_base = params["xpos_scale_base"]
-        if scale_base is not None:
-            scale_base = _finite_float("xpos_scale_base", scale_base, positive=True)
-        qr, kr = port_rope_apply(q, qpos, rotary, params, compute), port_rope_apply(k, kpos, rotary, params, compute)
-        if scale_base is None:
-            return _numpy((qr @ kr.transpose(-1, -2)).to(out))
-        space = rotary if params["partial"] == "prefix" else q.shape[-1]
-        n = space // 2
-        u, v = (slice(0, n), slice(n, space)) if params["layout"] == "half" else (slice(0, space, 2),
-                                                                                  slice(1, space, 2))
-        pairs = qr[..., None, u] * kr[..., None, :, u] + qr[..., None, v] * kr[..., None, :, v]  # (B, H, Tq, Tk, P)
-        zeta = (2.0 * torch.arange(n, dtype=compute) + 0.4 * space) / (1.4 * space)
-        offset = torch.from_numpy(np.array(qpos))[:, :, None] - torch.from_numpy(np.array(kpos))[:, None, :]
-        weight = zeta ** (offset.to(compute)[:, None, :, :, None] / scale_base)  # xPos: zeta_i ** ((m - n) / B)
-        rest = qr[..., space:] @ kr[..., space:].transpose(-1, -2)
-        return _numpy(((pairs * weight).sum(-1) + rest).to(out))
-
-    def t5_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        conventions = _t5_params(params)
-        rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
-        return _numpy(port_t5_bucket(torch.from_numpy(rel), *conventions))
-
-    def t5_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        per_bucket, qp, kp, conventions = _t5_bias_inputs(params, inputs)
-        return _numpy(port_t5_bias(qp, kp, torch.from_numpy(per_bucket).to(out), conventions))
-
-    def alibi_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        heads = _alibi_slopes_check(params)
-        return _numpy(port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), compute).to(out))
-
-    def alibi_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        heads = _alibi_slopes_check(params)
-        form = choice("form", params["form"], ("relative_causal", "key_only", "symmetric", "bottom_right"))
-        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
-                                                                                     inputs["key_positions"])
-        if qp.shape[:-1] != kp.shape[:-1]:
-            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
-        m = port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), compute)
-        return _numpy(port_alibi_bias(qp, kp, m, form, compute).to(out))
-
-    def alibi_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        mask = np.asarray(inputs["attention_mask"])
-        if mask.ndim != 2 or mask.size == 0:
-            raise _shape(f"attention_mask must be a non-empty (B, T) array, got shape {mask.shape}")
-        if not np.all((mask == 0) | (mask == 1)):
-            raise _invalid("attention_mask must hold 0 and 1 only")
-        m = torch.from_numpy(mask.astype(np.int64))
-        return _numpy((m.cumsum(-1) - 1) * m)
-
-    def pair(result: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
-        return _numpy(result[0].to(out)), _numpy(result[1].to(out))
-
-    def tensor(array: np.ndarray) -> Any:
-        return torch.from_numpy(np.ascontiguousarray(array)).to(compute)
-
-    def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        return pair(port_attention(checks.attention(params, inputs), compute))
-
-    def attention_terms(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        a = checks.attention_terms(params, inputs)
-        value_term = tensor(a["value_term"])
-        return pair(port_attention(a, compute, term=tensor(a["term"]),
-                                   value=lambda w: (w[..., None] * value_term).sum(dim=-2)))
-
-    def attention_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        a = checks.attention_rope(params, inputs)
-        rope = {"base": a["base"], "partial": "prefix", "layout": a["layout"], "attention_factor": 1.0}
-        d = a["q"].shape[-1]
-        return pair(port_attention(a, compute, q=port_rope_apply(a["q"], a["q_positions"], d, rope, compute),
-                                   k=port_rope_apply(a["k"], a["k_positions"], d, rope, compute)))
-
-    def attention_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        a = checks.attention_alibi(params, inputs)
-        slopes = port_alibi_slopes(a["q"].shape[1], "press", 8.0, compute)
-        return pair(port_attention(a, compute, bias=port_alibi_bias(a["q_positions"], a["k_positions"], slopes,
-                                                                    a["form"], compute)))
-
-    def attention_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        a = checks.attention_t5(params, inputs)
-        conventions = (a["direction"], a["buckets"], a["limit"], a["side"] // 2)
-        return pair(port_attention(a, compute, bias=port_t5_bias(a["q_positions"], a["k_positions"],
-                                                                 tensor(a["table"]), conventions)))
-
-    def attention_shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        a = checks.attention_shaw(params, inputs)
-        qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
-        index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
-        keys, values = tensor(a["rel_keys"]), tensor(a["rel_values"])
-        q = tensor(a["q"])
-        return pair(port_attention(a, compute, q=q, term=port_shaw_key_term(q, keys, index),
-                                   value=lambda w: port_shaw_value_term(w, values, index)))
-
-    def attention_xl(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        a = checks.attention_xl(params, inputs)
-        q, k = tensor(a["q"]), tensor(a["k"]).repeat_interleave(a["groups"], dim=1)  # k mapped to query heads
-        content = torch.einsum("hd,bhkd->bhk", tensor(a["u_bias"]), k)[:, :, None, :]  # term (c): u_h . k_j
-        position = port_xl_position(q, tensor(a["v_bias"]), tensor(a["w_r"]), a["distance"], a["base"], compute)
-        return pair(port_attention(a, compute, q=q, term=position + content))
-
-    def attention_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        a = checks.attention_pipeline(params, inputs)
-        b, t = a["tokens"].shape
-        heads, kv_heads, d = a["heads"], a["kv_heads"], a["head_dim"]
-        x = tensor(a["embedding"])[torch.from_numpy(a["tokens"])]  # (B, T, width)
-        pe = tensor(a["pe"])
-        if a["placement"] == "input":
-            x = x + pe
-        q, k, v = ((x @ tensor(a[w])).reshape(b, t, n, d).transpose(1, 2)
-                   for w, n in (("w_q", heads), ("w_k", kv_heads), ("w_v", kv_heads)))
-        output, _ = port_softmax_attention(q, k, v, torch.from_numpy(a["keep"]), float(a["scale"]), groups=a["groups"])
-        y = output.transpose(1, 2).reshape(b, t, heads * d) @ tensor(a["w_o"])
-        return _numpy((y + pe if a["placement"] == "after_block" else y).to(out))
-
-    def xl_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        a = checks.xl_score(params, inputs)
-        q = tensor(a["q"])
-        position = port_xl_position(q[None], tensor(a["v"])[None], tensor(a["w_r"])[None], a["distance"], a["base"],
-                                    compute)[0]
-        return _numpy(((q + tensor(a["u"])) @ tensor(a["k"]).T + position).to(out))
-
-    def rel_shift(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        a = checks.rel_shift(params, inputs)
-        shifted, valid = port_rel_shift(tensor(a["x"]), a["variant"], a["k_len"])
-        return _numpy(shifted.to(out)), _numpy(valid)
-
-    def rope_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        width = choice("width", params["width"], ("half", "full", "full_interleaved"))
-        factor = _finite_float("attention_factor", params["attention_factor"], positive=True)
-        inv_freq = np.asarray(inputs["inv_freq"], dtype=np.float64)
-        if inv_freq.ndim != 1 or inv_freq.size == 0:
-            raise _shape(f"inv_freq must be a non-empty (P,) array, got shape {inv_freq.shape}")
-        pos = positions("positions", inputs["positions"])
-        angle = torch.from_numpy(pos).to(compute)[..., None] * torch.from_numpy(inv_freq).to(compute)
-        if width == "full":
-            angle = torch.cat([angle, angle], dim=-1)
-        elif width == "full_interleaved":
-            angle = angle.repeat_interleave(2, dim=-1)
-        return _numpy((torch.cos(angle) * factor).to(out)), _numpy((torch.sin(angle) * factor).to(out))
-
-    def deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        conventions = _deberta_params(params)
-        rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
-        return _numpy(port_deberta_bucket(torch.from_numpy(rel), *conventions))
-
-    def deberta_index(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        conventions = _deberta_params(params)
-        qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
-                                                                                     inputs["key_positions"])
-        if qp.shape[:-1] != kp.shape[:-1]:
-            raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
-        delta = torch.from_numpy(qp)[..., :, None] - torch.from_numpy(kp)[..., None, :]
-        span = conventions[0]
-        return _numpy(torch.clamp(port_deberta_bucket(delta, *conventions) + span, 0, 2 * span - 1))
-
-    def xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        q, k, pos = checks.xpos(params, inputs)
-        qs, ks = port_xpos(q, k, pos, params, compute)
-        return _numpy(qs.to(out)), _numpy(ks.to(out))
-
-    def deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        return _numpy(port_deberta_scores(checks.deberta_scores(params, inputs), compute).to(out))
-
-    def shaw(op: str) -> Any:
-        def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-            a = checks.shaw(params, inputs, op)
-            qp, kp = (positions(n, inputs[n]) for n in ("q_positions", "k_positions"))
-            index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
-            if op == "shaw.index":
-                return _numpy(index)
-            first, second = ("q", "k") if op == "shaw.logits" else ("weights", "v")
-            x, y, table = (torch.from_numpy(a[n]).to(compute) for n in (first, second, "table"))
-            port = port_shaw_logits if op == "shaw.logits" else port_shaw_output
-            return _numpy(port(x, y, table, index).to(out))
-        return run
-
-    ops = {"sinusoidal.table": table, "sinusoidal.fairseq": fairseq, "grid2d.sincos": grid, "learned.lookup": lookup,
-           "rope.cos_sin": rope_cos_sin, "deberta.bucket": deberta_bucket, "deberta.index": deberta_index,
-           "rope.apply": rope_apply, "rope.scores": rope_scores, "t5.bucket": t5_bucket, "t5.bias": t5_bias,
-           "alibi.slopes": alibi_slopes, "alibi.bias": alibi_bias, "alibi.mask_positions": alibi_mask_positions,
-           "attention": attention, "rope.xpos": xpos, "deberta.scores": deberta_scores,
-           **{op: shaw(op) for op in ("shaw.index", "shaw.logits", "shaw.output")},
-           "transformer_xl.score": xl_score, "transformer_xl.rel_shift": rel_shift,
-           "attention.terms": attention_terms, "attention.pipeline": attention_pipeline,
-           "attention.rope": attention_rope, "attention.alibi": attention_alibi, "attention.t5": attention_t5,
-           "attention.shaw": attention_shaw, "attention.xl": attention_xl}
+    dt = PortDtypes(torch.float64 if dtype == "float64" else torch.float32, TORCH_DTYPES[dtype])
+    ops = {op: partial(run, dt=dt) for op, run in PORT_OPS.items()}
     return Adapter("torch-port", f"torch {torch.__version__}", dtype, ops, {op: {} for op in ops},
                    {op: "torch port (conformance/adapters/torch_port.py)" for op in ops}, torch_port,
                    tuple(TORCH_DTYPES))
