@@ -119,7 +119,7 @@ def test_dot_product_attention_is_the_library_below_float64():
         params = {"scale": None, "causal": True, "alignment": "top_left", "window": None, "fully_masked": "zeros"}
         inputs = {"q": q, "k": q, "v": q, "mask": np.ones((1, 1, 1, 1), bool),
                   "key_padding_mask": np.ones((1, 2), bool), "bias": np.zeros((1, 1, 1, 1))}
-        checked = port.checks.attention(params, inputs)
+        checked = port.attention_checks.attention(params, inputs)
         library, _ = port.attention(checked, jnp.float32, use_library=True)
         own, _ = port.attention(checked, jnp.float32, use_library=False)
     np.testing.assert_allclose(np.asarray(library), np.asarray(own), rtol=0, atol=1e-6)

@@ -166,7 +166,7 @@ def test_the_attention_block_and_resample_use_the_real_operators():
     params = {"base": 100.0, "layout": "interleaved", "scale": None, "softmax_multiplier": 1.0, "causal": True,
               "alignment": "bottom_right"}
     inputs = {"q": q, "k": k, "v": v, "q_positions": np.array([7, 8, 9]), "k_positions": np.arange(5, 10)}
-    a = module.checks.attention_rope(params, inputs)
+    a = module.attention_checks.attention_rope(params, inputs)
     g = _part("onnx_graph")._graph("float32")
     feeds, outs = _part("onnx_operators").build_attention_scheme(g, "attention.rope", params, a)
     kinds = [n.op_type for n in g.nodes]

@@ -92,6 +92,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 import posenc_adapter_checks as checks  # noqa: E402
 from jax_common import DTYPES, Pair, x64_enabled  # noqa: E402
 from jax_formulas import (  # noqa: E402
@@ -280,7 +281,7 @@ def jax_port(dtype: str | None = None) -> Adapter:
         # jax.nn.dot_product_attention computes its softmax in float32 whatever the input dtype
         # (jax/_src/nn/functions.py, _dot_product_attention_core: padded_logits.astype(np.float32)),
         # so the float64 adapter computes the output with its own port instead of claiming float64.
-        output, weights = attention(checks.attention(params, inputs), compute, use_library=dtype != "float64",
+        output, weights = attention(attention_checks.attention(params, inputs), compute, use_library=dtype != "float64",
                                     held=out)
         return floats(output), floats(weights)
 
@@ -330,11 +331,11 @@ def jax_port(dtype: str | None = None) -> Adapter:
         return floats(output), floats(weights)
 
     def run_terms(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
-        a = checks.attention_terms(params, inputs)
+        a = attention_checks.attention_terms(params, inputs)
         return attend({**a, "term": held(a["term"]), "value_term": held(a["value_term"])})
 
     def run_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        c = checks.attention_pipeline(params, inputs)
+        c = attention_checks.attention_pipeline(params, inputs)
         pe, w_q, w_k, w_v, w_o = (held(c[n]) for n in ("pe", "w_q", "w_k", "w_v", "w_o"))
         x = jnp.take(held(c["embedding"]), jnp.asarray(c["tokens"]), axis=0)  # (B, T, d)
         if c["placement"] == "input":
@@ -351,29 +352,29 @@ def jax_port(dtype: str | None = None) -> Adapter:
         return floats(y + pe if c["placement"] == "after_block" else y)
 
     def run_attention_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
-        a = checks.attention_rope(params, inputs)
+        a = attention_checks.attention_rope(params, inputs)
         q, k = rope_qk(held(a["q"]), held(a["k"]), a["q_positions"], a["k_positions"], a["base"], a["layout"], compute)
         return attend({**a, "q": q, "k": k})
 
     def run_attention_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
-        a = checks.attention_alibi(params, inputs)
+        a = attention_checks.attention_alibi(params, inputs)
         slopes = jnp.exp2(-jnp.asarray(a["exponents"], dtype=compute))
         return attend({**a, "bias": alibi_bias(a["q_positions"], a["k_positions"], slopes, a["form"], compute)})
 
     def run_attention_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
-        a = checks.attention_t5(params, inputs)
+        a = attention_checks.attention_t5(params, inputs)
         rel = a["k_positions"][..., None, :] - a["q_positions"][..., :, None]
         index = t5_buckets(rel, a["limit"], a["side"], a["direction"], compute)  # (..., Tq, Tk)
         bias = jnp.moveaxis(jnp.take(jnp.asarray(a["table"], dtype=out), index, axis=0), -1, -3)  # (..., H, Tq, Tk)
         return attend({**a, "bias": bias.astype(compute)})
 
     def run_attention_shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
-        a = checks.attention_shaw(params, inputs)
+        a = attention_checks.attention_shaw(params, inputs)
         term, value_term = shaw_terms(held(a["q"]), a["index"], held(a["rel_keys"]), held(a["rel_values"]))
         return attend({**a, "term": term, "value_term": value_term})
 
     def run_attention_xl(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> Pair:
-        a = checks.attention_xl(params, inputs)
+        a = attention_checks.attention_xl(params, inputs)
         k_heads = jnp.repeat(held(a["k"]), a["groups"], axis=1)  # (B, H, Tk, D)
         term = xl_terms(held(a["q"]), k_heads, held(a["u_bias"]), held(a["v_bias"]), held(a["w_r"]),
                         jnp.asarray(a["distance"]), a["base"], compute)

@@ -142,6 +142,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers l
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from posenc_ref.registry import get_op  # noqa: E402
 
+import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 import posenc_adapter_checks as checks  # noqa: E402
 from onnx_graph import ATTENTION_OPSET, ELEM, NUMPY, OPSET, ROPE_OPSET, _execute, _graph  # noqa: E402
 from onnx_operators import (  # noqa: E402
@@ -300,7 +301,7 @@ def run_deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarra
 
 
 def run_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
-    a = checks.attention(params, inputs)
+    a = attention_checks.attention(params, inputs)
     g = _graph(dtype)
     feeds, outs = build_attention(g, params, a, *_structural(params, a))
     return _execute(g, feeds, outs, dtype, ATTENTION_OPSET)
@@ -359,9 +360,8 @@ def _resample_runner(op: str) -> Runner:
     return run
 
 
-ATTENTION_CHECKS = {"attention.terms": checks.attention_terms, "attention.rope": checks.attention_rope,
-                    "attention.alibi": checks.attention_alibi, "attention.t5": checks.attention_t5,
-                    "attention.shaw": checks.attention_shaw, "attention.xl": checks.attention_xl}
+ATTENTION_CHECKS = {f"attention.{scheme}": getattr(attention_checks, f"attention_{scheme}")
+                    for scheme in ("terms", "rope", "alibi", "t5", "shaw", "xl")}
 
 
 def _scheme_runner(op: str) -> Runner:
@@ -377,7 +377,7 @@ def _scheme_runner(op: str) -> Runner:
 
 def run_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
     g = _graph(dtype)
-    return _execute(g, *build_pipeline(g, checks.attention_pipeline(params, inputs)), dtype, ATTENTION_OPSET)
+    return _execute(g, *build_pipeline(g, attention_checks.attention_pipeline(params, inputs)), dtype, ATTENTION_OPSET)
 
 
 ATTENTION_OPS = ("attention", "attention.pipeline", *ATTENTION_CHECKS)  # graphs with the real Attention operator

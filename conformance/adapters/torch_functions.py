@@ -22,7 +22,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-import posenc_adapter_checks as checks  # noqa: E402
+import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     choice,
@@ -194,7 +194,7 @@ def sdpa(dtype: str = "float64") -> Adapter:
 
 def _torch_layer(compute: Any) -> Any:
     def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-        a = checks.attention_pipeline(params, inputs)
+        a = attention_checks.attention_pipeline(params, inputs)
         b, t = a["tokens"].shape
         heads, kv_heads, d = a["heads"], a["kv_heads"], a["head_dim"]
 

@@ -29,6 +29,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
@@ -429,18 +430,18 @@ def run_alibi_mask_positions(params: Params, inputs: Inputs, dt: PortDtypes) -> 
 
 
 def run_attention(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
-    return _pair(port_attention(checks.attention(params, inputs), dt.compute), dt)
+    return _pair(port_attention(attention_checks.attention(params, inputs), dt.compute), dt)
 
 
 def run_attention_terms(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_terms(params, inputs)
+    a = attention_checks.attention_terms(params, inputs)
     value_term = _tensor(a["value_term"], dt)
     return _pair(port_attention(a, dt.compute, term=_tensor(a["term"], dt),
                                value=lambda w: (w[..., None] * value_term).sum(dim=-2)), dt)
 
 
 def run_attention_rope(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_rope(params, inputs)
+    a = attention_checks.attention_rope(params, inputs)
     rope = {"base": a["base"], "partial": "prefix", "layout": a["layout"], "attention_factor": 1.0}
     d = a["q"].shape[-1]
     return _pair(port_attention(a, dt.compute, q=port_rope_apply(a["q"], a["q_positions"], d, rope, dt.compute),
@@ -448,21 +449,21 @@ def run_attention_rope(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[
 
 
 def run_attention_alibi(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_alibi(params, inputs)
+    a = attention_checks.attention_alibi(params, inputs)
     slopes = port_alibi_slopes(a["q"].shape[1], "press", 8.0, dt.compute)
     return _pair(port_attention(a, dt.compute, bias=port_alibi_bias(a["q_positions"], a["k_positions"], slopes,
                                                                 a["form"], dt.compute)), dt)
 
 
 def run_attention_t5(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_t5(params, inputs)
+    a = attention_checks.attention_t5(params, inputs)
     conventions = (a["direction"], a["buckets"], a["limit"], a["side"] // 2)
     return _pair(port_attention(a, dt.compute, bias=port_t5_bias(a["q_positions"], a["k_positions"],
                                                              _tensor(a["table"], dt), conventions)), dt)
 
 
 def run_attention_shaw(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_shaw(params, inputs)
+    a = attention_checks.attention_shaw(params, inputs)
     qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
     index = port_shaw_index(qp, kp, int(params["max_relative_position"]), params["sign"])
     keys, values = _tensor(a["rel_keys"], dt), _tensor(a["rel_values"], dt)
@@ -472,7 +473,7 @@ def run_attention_shaw(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[
 
 
 def run_attention_xl(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_xl(params, inputs)
+    a = attention_checks.attention_xl(params, inputs)
     q, k = _tensor(a["q"], dt), _tensor(a["k"], dt).repeat_interleave(a["groups"], dim=1)  # k mapped to query heads
     content = torch.einsum("hd,bhkd->bhk", _tensor(a["u_bias"], dt), k)[:, :, None, :]  # term (c): u_h . k_j
     position = port_xl_position(q, _tensor(a["v_bias"], dt), _tensor(a["w_r"], dt), a["distance"], a["base"],
@@ -481,7 +482,7 @@ def run_attention_xl(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np
 
 
 def run_attention_pipeline(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
-    a = checks.attention_pipeline(params, inputs)
+    a = attention_checks.attention_pipeline(params, inputs)
     b, t = a["tokens"].shape
     heads, kv_heads, d = a["heads"], a["kv_heads"], a["head_dim"]
     x = _tensor(a["embedding"], dt)[torch.from_numpy(a["tokens"])]  # (B, T, width)

@@ -21,7 +21,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-import posenc_adapter_checks as checks  # noqa: E402
+import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
     choice,
@@ -52,7 +52,7 @@ def _eager_attention(a: Mapping[str, Any], q: Any, k: Any, bias: Any = None) -> 
 
 
 def _eager_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_rope(params, inputs)
+    a = attention_checks.attention_rope(params, inputs)
     d = a["q"].shape[-1]
 
     def rotate(x: np.ndarray, pos: np.ndarray) -> Any:
@@ -72,7 +72,7 @@ def _eager_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
 
 
 def _eager_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_alibi(params, inputs)
+    a = attention_checks.attention_alibi(params, inputs)
     choice("form", a["form"], ("relative_causal",))  # the form BLOOM's key-only bias equals under softmax
     heads, kp = a["q"].shape[1], a["k_positions"]
     masks = _bloom_key_masks(kp)
@@ -84,7 +84,7 @@ def _eager_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) ->
 
 
 def _eager_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_t5(params, inputs)
+    a = attention_checks.attention_t5(params, inputs)
     table = "buckets_heads"
     bias_params = {"direction": a["direction"], "num_buckets": a["buckets"], "max_distance": a["limit"],
                    "table_layout": table}

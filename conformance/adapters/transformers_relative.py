@@ -22,6 +22,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
@@ -329,7 +330,7 @@ def _xlnet_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) ->
 
 
 def _xlnet_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    a = checks.attention_xl(params, inputs)
+    a = attention_checks.attention_xl(params, inputs)
     xlnet = _xlnet()
     qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
     if np.unique(qp).size != qp.size:
