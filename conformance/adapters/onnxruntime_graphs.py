@@ -179,6 +179,7 @@ from onnx_primitive import (  # noqa: E402
 )
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
+    Rejected,
     require,
     validate_fairseq,
     validate_grid,
@@ -312,7 +313,7 @@ def run_xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype:
     g = _graph(dtype)
     out = _execute(g, *build_xpos(g, params, q, k, pos, dtype), dtype)
     if out.pop("overflow"):
-        raise checks.Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) at positions "
+        raise Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) at positions "
                               f"{int(pos.min())}..{int(pos.max())} overflows {g.compute}")
     return out
 

@@ -11,12 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from posenc_adapter_shared import Rejected, base_value, choice, integer, positions
 
 from posenc_adapter_checks import (
-    _invalid,
     _self_positions,
-    _shape,
     _sinusoid_width,
     alibi_exponents,
     finite_array,
@@ -26,6 +23,7 @@ from posenc_adapter_checks import (
     t5,
     t5_table,
 )
+from posenc_adapter_shared import Rejected, base_value, choice, integer, invalid, invalid_shape, positions
 
 
 def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -34,7 +32,8 @@ def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
     q, k, v = (finite_array(n, inputs[n], ndim=4) for n in ("q", "k", "v"))
     b, h, tq, d = q.shape
     if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d or h % k.shape[1]:
-        raise _shape(f"k and v must be (B, Hkv, Tk, D) with H % Hkv == 0, got q {q.shape}, k {k.shape}, v {v.shape}")
+        raise invalid_shape(f"k and v must be (B, Hkv, Tk, D) with H % Hkv == 0, "
+                            f"got q {q.shape}, k {k.shape}, v {v.shape}")
     tk = k.shape[2]
     alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
     choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
@@ -43,16 +42,16 @@ def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
     window = None if params["window"] is None else integer("window", params["window"], 1)
     scale = 1.0 / np.sqrt(d) if params["scale"] is None else float(params["scale"])
     if not np.isfinite(scale):
-        raise _invalid(f"scale must be finite, got {params['scale']!r}")
+        raise invalid(f"scale must be finite, got {params['scale']!r}")
     multiplier = float(params.get("softmax_multiplier", 1.0))  # DeepSeek's YaRN factor (1 elsewhere)
     if not (np.isfinite(multiplier) and multiplier > 0):
-        raise _invalid(f"softmax_multiplier must be a finite number > 0, got {multiplier!r}")
+        raise invalid(f"softmax_multiplier must be a finite number > 0, got {multiplier!r}")
     scale *= multiplier
     target = (b, h, tq, tk)
 
     def fits(name: str, array: np.ndarray) -> None:
         if array.ndim > 4 or any(a not in (1, t) for a, t in zip(array.shape[::-1], target[::-1])):
-            raise _shape(f"{name} must broadcast to {target}, got {array.shape}")
+            raise invalid_shape(f"{name} must broadcast to {target}, got {array.shape}")
 
     mask = np.asarray(inputs["mask"])
     fits("mask", mask)
@@ -60,7 +59,7 @@ def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
     if padding.dtype.kind != "b":
         raise TypeError(f"key_padding_mask must be boolean, got {padding.dtype}")
     if padding.ndim != 2 or padding.shape[1] != tk or padding.shape[0] not in (1, b):
-        raise _shape(f"key_padding_mask must have shape ({b}, {tk}), got {padding.shape}")
+        raise invalid_shape(f"key_padding_mask must have shape ({b}, {tk}), got {padding.shape}")
     bias = finite_array("bias", inputs["bias"])
     fits("bias", bias)
     i = np.arange(tq)[:, None] + (tk - tq if alignment == "bottom_right" else 0)
@@ -78,12 +77,12 @@ def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
     else:
         additive = np.asarray(mask, dtype=np.float64)
         if np.isnan(additive).any() or np.isposinf(additive).any():
-            raise _invalid("an additive mask must hold finite values or -inf")
+            raise invalid("an additive mask must hold finite values or -inf")
         keep, keep_nc = keep & ~np.isneginf(additive), keep_nc & ~np.isneginf(additive)
         additive = np.where(np.isneginf(additive), 0.0, additive)
     empty = ~np.broadcast_to(keep, target).any(axis=-1)
     if params["fully_masked"] == "error" and empty.any():
-        raise _invalid(f"query row {tuple(int(x) for x in np.argwhere(empty)[0])} has every key masked")
+        raise invalid(f"query row {tuple(int(x) for x in np.argwhere(empty)[0])} has every key masked")
     return {"q": q, "k": k, "v": v, "keep": keep, "keep_nc": keep_nc, "additive": additive, "bias": bias,
             "scale": scale, "empty": empty, "policy": params["fully_masked"], "groups": h // k.shape[1]}
 
@@ -103,7 +102,7 @@ def plain_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray])
 
 def _broadcasts(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> None:
     if len(shape) > len(target) or any(a not in (1, t) for a, t in zip(shape[::-1], target[::-1])):
-        raise _shape(f"{name} must broadcast to {target}, got shape {shape}")
+        raise invalid_shape(f"{name} must broadcast to {target}, got shape {shape}")
 
 
 def attention_terms(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -140,24 +139,24 @@ def attention_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarra
     embedding = finite_array("embedding", inputs["embedding"], ndim=2)
     width = embedding.shape[1]
     if tokens.ndim != 2:
-        raise _shape(f"tokens must have shape (B, T), got {tokens.shape}")
+        raise invalid_shape(f"tokens must have shape (B, T), got {tokens.shape}")
     if tokens.max() >= embedding.shape[0]:
         raise Rejected("out_of_range", f"token id {int(tokens.max())} is beyond the {embedding.shape[0]}-row embedding")
     b, t = tokens.shape
     pe = finite_array("pe", inputs["pe"])
     if pe.shape not in ((t, width), (b, t, width)):
-        raise _shape(f"pe must have shape ({t}, {width}) or ({b}, {t}, {width}), got {pe.shape}")
+        raise invalid_shape(f"pe must have shape ({t}, {width}) or ({b}, {t}, {width}), got {pe.shape}")
     w = {name: finite_array(name, inputs[name], ndim=2) for name in ("w_q", "w_k", "w_v", "w_o")}
     if w["w_q"].shape[0] != width or w["w_q"].shape[1] % heads:
-        raise _shape(f"w_q must have shape ({width}, H*D) with H={heads}, got {w['w_q'].shape}")
+        raise invalid_shape(f"w_q must have shape ({width}, H*D) with H={heads}, got {w['w_q'].shape}")
     head_dim = w["w_q"].shape[1] // heads
     for name in ("w_k", "w_v"):
         if w[name].shape != (width, kv_heads * head_dim):
-            raise _shape(f"{name} must have shape ({width}, {kv_heads * head_dim}), got {w[name].shape}")
+            raise invalid_shape(f"{name} must have shape ({width}, {kv_heads * head_dim}), got {w[name].shape}")
     if w["w_o"].shape != (heads * head_dim, width):
-        raise _shape(f"w_o must have shape ({heads * head_dim}, {width}), got {w['w_o'].shape}")
+        raise invalid_shape(f"w_o must have shape ({heads * head_dim}, {width}), got {w['w_o'].shape}")
     if heads % kv_heads:
-        raise _shape(f"num_heads must be a multiple of num_kv_heads, got {heads} and {kv_heads}")
+        raise invalid_shape(f"num_heads must be a multiple of num_kv_heads, got {heads} and {kv_heads}")
     causal = params["causal"]
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be a bool, got {causal!r}")
@@ -171,7 +170,7 @@ def _attention_positions(name: str, value: Any, batch: int, length: int) -> np.n
     """Positions (length,) or (1 | batch, length) as int64 (B|1, T)."""
     pos = positions(name, value)
     if pos.ndim not in (1, 2) or pos.shape[-1] != length or (pos.ndim == 2 and pos.shape[0] not in (1, batch)):
-        raise _shape(f"{name} must have shape ({length},) or ({batch}, {length}), got {pos.shape}")
+        raise invalid_shape(f"{name} must have shape ({length},) or ({batch}, {length}), got {pos.shape}")
     return pos.reshape(-1, length)
 
 
@@ -236,14 +235,14 @@ def attention_shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
     shaw_part = shaw(params, inputs, "attention.shaw")
     tables = {n: finite_array(n, inputs[n], ndim=2) for n in ("rel_keys", "rel_values")}
     if tables["rel_keys"].shape != tables["rel_values"].shape or tables["rel_keys"].shape[0] != 2 * k + 1:
-        raise _shape(f"rel_keys and rel_values must both have shape (2K + 1, D) with K={k}, "
+        raise invalid_shape(f"rel_keys and rel_values must both have shape (2K + 1, D) with K={k}, "
                      f"got {tables['rel_keys'].shape} and {tables['rel_values'].shape}")
     a = plain_attention(params, inputs)
     b, _, tq, d = a["q"].shape
     _attention_positions("q_positions", inputs["q_positions"], b, tq)
     _attention_positions("k_positions", inputs["k_positions"], b, a["k"].shape[2])
     if tables["rel_keys"].shape[1] != d:
-        raise _shape(f"rel_keys and rel_values must have D={d} columns, got {tables['rel_keys'].shape}")
+        raise invalid_shape(f"rel_keys and rel_values must have D={d} columns, got {tables['rel_keys'].shape}")
     return {**a, "index": shaw_part["index"], **tables}
 
 
@@ -257,14 +256,14 @@ def attention_xl(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) ->
     w_r = finite_array("w_r", inputs["w_r"], ndim=3)
     heads, dim = u.shape
     if v.shape != (heads, dim) or w_r.shape[0] != heads or w_r.shape[2] != dim:
-        raise _shape(f"u_bias and v_bias must have shape (H, D) and w_r (H, D_r, D), got {u.shape}, {v.shape} "
+        raise invalid_shape(f"u_bias and v_bias must have shape (H, D) and w_r (H, D_r, D), got {u.shape}, {v.shape} "
                      f"and {w_r.shape}")
     a = plain_attention(params, inputs)
     b, h, tq, d = a["q"].shape
     _attention_positions("q_positions", qp, b, tq)
     _attention_positions("k_positions", kp, b, a["k"].shape[2])
     if (heads, dim) != (h, d):
-        raise _shape(f"u_bias, v_bias and w_r are for H={heads}, D={dim}, got queries of shape {a['q'].shape}")
+        raise invalid_shape(f"u_bias, v_bias and w_r are for H={heads}, D={dim}, got queries of shape {a['q'].shape}")
     _sinusoid_width("w_r", w_r.shape[1])
     return {**a, "u_bias": u, "v_bias": v, "w_r": w_r, "distance": qp[:, None] - kp[None, :],
             "base": base_value(params["base"])}

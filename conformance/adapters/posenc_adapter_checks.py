@@ -17,32 +17,25 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from posenc_adapter_shared import Rejected, base_value, choice, integer, positions
 
-
-def _invalid(message: str) -> Rejected:
-    return Rejected("invalid_argument", message)
-
-
-def _shape(message: str) -> Rejected:
-    return Rejected("invalid_shape", message)
+from posenc_adapter_shared import base_value, choice, integer, invalid, invalid_shape, positions
 
 
 def positive(name: str, value: Any) -> float:
     number = float(value)
     if not np.isfinite(number) or number <= 0:
-        raise _invalid(f"{name} must be finite and > 0, got {value!r}")
+        raise invalid(f"{name} must be finite and > 0, got {value!r}")
     return number
 
 
 def finite_array(name: str, value: Any, ndim: int | None = None) -> np.ndarray:
     array = np.asarray(value, dtype=np.float64)
     if ndim is not None and array.ndim != ndim:
-        raise _shape(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+        raise invalid_shape(f"{name} must have {ndim} dimensions, got shape {array.shape}")
     if array.size == 0:
-        raise _shape(f"{name} must not be empty, got shape {array.shape}")
+        raise invalid_shape(f"{name} must not be empty, got shape {array.shape}")
     if not np.all(np.isfinite(array)):
-        raise _invalid(f"{name} must be finite")
+        raise invalid(f"{name} must be finite")
     return array
 
 
@@ -51,7 +44,7 @@ def query_key(inputs: Mapping[str, np.ndarray], q_name: str = "query_positions",
     """(..., Tq) and (..., Tk) positions >= 0 with equal leading shapes."""
     q, k = positions(q_name, inputs[q_name]), positions(k_name, inputs[k_name])
     if q.ndim == 0 or k.ndim == 0 or q.shape[:-1] != k.shape[:-1]:
-        raise _shape(f"{q_name} and {k_name} must share their leading shape, got {q.shape} and {k.shape}")
+        raise invalid_shape(f"{q_name} and {k_name} must share their leading shape, got {q.shape} and {k.shape}")
     return q, k
 
 
@@ -69,10 +62,10 @@ def rotary(params: Mapping[str, Any], head_dim: int) -> tuple[int, int]:
     positive("attention_factor", params["attention_factor"])
     rotary_dim = params["rotary_dim"]
     if head_dim % 2 and (partial == "proportional" or rotary_dim is None):
-        raise _invalid(f"the head dim must be even to rotate it whole, got {head_dim}")
+        raise invalid(f"the head dim must be even to rotate it whole, got {head_dim}")
     rd = head_dim if rotary_dim is None else integer("rotary_dim", rotary_dim, 2)
     if rd % 2 or rd > head_dim:
-        raise _invalid(f"rotary_dim must be even and <= the head dim {head_dim}, got {rd}")
+        raise invalid(f"rotary_dim must be even and <= the head dim {head_dim}, got {rd}")
     return (rd if partial == "prefix" else head_dim), rd
 
 
@@ -81,7 +74,7 @@ def rope_positions(name: str, value: Any, x: np.ndarray, x_layout: str) -> np.nd
     t = x.shape[2 if x_layout == "BHTD" else 1]
     pos = positions(name, value)
     if pos.ndim not in (1, 2) or pos.shape[-1] != t or (pos.ndim == 2 and pos.shape[0] not in (1, x.shape[0])):
-        raise _shape(f"{name} must have shape (T,) or (B, T) with T={t}, got {pos.shape}")
+        raise invalid_shape(f"{name} must have shape (T,) or (B, T) with T={t}, got {pos.shape}")
     return pos.reshape(-1, t)
 
 
@@ -102,7 +95,7 @@ def rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
     q, k = finite_array("q", inputs["q"], ndim=4), finite_array("k", inputs["k"], ndim=4)
     h_axis = 1 if x_layout == "BHTD" else 2
     if q.shape[0] != k.shape[0] or q.shape[h_axis] != k.shape[h_axis] or q.shape[-1] != k.shape[-1]:
-        raise _shape(f"q and k must agree on B, H and D, got {q.shape} and {k.shape}")
+        raise invalid_shape(f"q and k must agree on B, H and D, got {q.shape} and {k.shape}")
     space, _ = rotary(params, q.shape[-1])
     if params["xpos_scale_base"] is not None:
         positive("xpos_scale_base", params["xpos_scale_base"])
@@ -135,9 +128,9 @@ def t5(params: Mapping[str, Any]) -> tuple[int, int, int, str]:
     limit = integer("max_distance", params["max_distance"], 1)
     side = buckets // 2 if direction == "bidirectional" else buckets
     if side < 2:
-        raise _invalid(f"num_buckets={buckets} leaves no log region under direction={direction!r}")
+        raise invalid(f"num_buckets={buckets} leaves no log region under direction={direction!r}")
     if limit <= side // 2:
-        raise _invalid(f"max_distance must be > {side // 2}, got {limit}")
+        raise invalid(f"max_distance must be > {side // 2}, got {limit}")
     return buckets, limit, side, direction
 
 
@@ -147,7 +140,7 @@ def t5_table(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], bucket
     table = finite_array("table", inputs["table"], ndim=2)
     per_bucket = table if layout == "buckets_heads" else table.T
     if per_bucket.shape[0] != buckets:
-        raise _shape(f"table has {per_bucket.shape[0]} bucket rows, num_buckets={buckets}")
+        raise invalid_shape(f"table has {per_bucket.shape[0]} bucket rows, num_buckets={buckets}")
     return per_bucket
 
 
@@ -157,7 +150,7 @@ def deberta(params: Mapping[str, Any]) -> tuple[int, int, str]:
     buckets = integer("position_buckets", params["position_buckets"], 4)
     limit = integer("max_relative_positions", params["max_relative_positions"], 1)
     if limit - 1 <= buckets // 2:
-        raise _invalid(f"max_relative_positions - 1 must be > {buckets // 2}, got {limit}")
+        raise invalid(f"max_relative_positions - 1 must be > {buckets // 2}, got {limit}")
     return buckets, limit, clamp
 
 
@@ -170,7 +163,7 @@ INV_FREQ_TYPES = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3",
 
 def _needed(params: Mapping[str, Any], name: str) -> Any:
     if params[name] is None:
-        raise _invalid(f"rope_type={params['rope_type']!r} needs {name}")
+        raise invalid(f"rope_type={params['rope_type']!r} needs {name}")
     return params[name]
 
 
@@ -181,7 +174,7 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
     kind = choice("rope_type", params["rope_type"], INV_FREQ_TYPES)
     dim = integer("dim", params["dim"], 4 if kind in ("dynamic", "ntk_aware") else 2)
     if dim % 2:
-        raise _invalid(f"dim must be even, got {dim}")
+        raise invalid(f"dim must be even, got {dim}")
     base = base_value(params["base"])
     choice("dynamic_convention", params["dynamic_convention"], ("transformers", "vllm_static"))
     yarn_convention = choice("yarn_convention", params["yarn_convention"], ("transformers", "vllm_deepseek"))
@@ -189,12 +182,12 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
     if kind not in ("default", "proportional") or params["factor"] is not None:
         s = positive("factor", _needed(params, "factor"))
         if s < 1.0:
-            raise _invalid(f"factor must be >= 1 for rope_type={kind!r}, got {s}")
+            raise invalid(f"factor must be >= 1 for rope_type={kind!r}, got {s}")
     out: dict[str, Any] = {"type": kind, "dim": dim, "base": base, "s": s, "a": 1.0, "softmax": 1.0}
     if kind == "proportional":
         rho = positive("partial_rotary_factor", params["partial_rotary_factor"])
         if rho > 1.0:
-            raise _invalid(f"partial_rotary_factor must be <= 1, got {rho}")
+            raise invalid(f"partial_rotary_factor must be <= 1, got {rho}")
         out["turning"] = int(rho * dim // 2)
     elif kind == "ntk_aware":
         out["base"] = base * s ** (dim / (dim - 2))
@@ -205,19 +198,19 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
             length = max(length, trained)
         bracket = s * length / trained - (s - 1.0)
         if bracket <= 0:
-            raise _invalid(f"the dynamic NTK bracket must be > 0, got {bracket}")
+            raise invalid(f"the dynamic NTK bracket must be > 0, got {bracket}")
         out["base"] = base * bracket ** (dim / (dim - 2))
     elif kind == "llama3":
         out["original"] = integer("original_max_position", _needed(params, "original_max_position"), 1)
         low = positive("low_freq_factor", _needed(params, "low_freq_factor"))
         high = positive("high_freq_factor", _needed(params, "high_freq_factor"))
         if low >= high:
-            raise _invalid(f"low_freq_factor must be < high_freq_factor, got {low} >= {high}")
+            raise invalid(f"low_freq_factor must be < high_freq_factor, got {low} >= {high}")
         out["low"], out["high"] = low, high
     elif kind == "yarn":
         original = integer("original_max_position", _needed(params, "original_max_position"), 1)
         if base <= 1.0:
-            raise _invalid(f"base must be > 1 for yarn, got {base}")
+            raise invalid(f"base must be > 1 for yarn, got {base}")
 
         def mscale(m: float = 1.0) -> float:
             return 1.0 if s <= 1.0 else 0.1 * m * np.log(s) + 1.0
@@ -250,9 +243,9 @@ def attention_mask(inputs: Mapping[str, np.ndarray]) -> np.ndarray:
     """``alibi.mask_positions``: a (B, T) mask of 0 and 1 as int64."""
     mask = positions("attention_mask", inputs["attention_mask"])
     if mask.ndim != 2:
-        raise _shape(f"attention_mask must have shape (B, T), got {mask.shape}")
+        raise invalid_shape(f"attention_mask must have shape (B, T), got {mask.shape}")
     if mask.max() > 1:
-        raise _invalid(f"attention_mask must hold 0 or 1, got {int(mask.max())}")
+        raise invalid(f"attention_mask must hold 0 or 1, got {int(mask.max())}")
     return mask
 
 
@@ -265,9 +258,9 @@ def xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[n
     base_value(params["base"])
     q, k = finite_array("q", inputs["q"], ndim=4), finite_array("k", inputs["k"], ndim=4)
     if q.shape != k.shape:
-        raise _shape(f"q and k must have the same shape, got {q.shape} and {k.shape}")
+        raise invalid_shape(f"q and k must have the same shape, got {q.shape} and {k.shape}")
     if q.shape[-1] % 2:
-        raise _invalid(f"the head dim must be even, got {q.shape[-1]}")
+        raise invalid(f"the head dim must be even, got {q.shape[-1]}")
     return q, k, rope_positions("positions", inputs["positions"], q, x_layout)
 
 
@@ -275,16 +268,16 @@ def mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[
     """``rope.mrope_cos_sin``: positions (3, ...) and each pair's stream (P,) (0 = T, 1 = H, 2 = W)."""
     dim = integer("dim", params["dim"], 2)
     if dim % 2:
-        raise _invalid(f"dim must be even, got {dim}")
+        raise invalid(f"dim must be even, got {dim}")
     layout = choice("mrope_layout", params["mrope_layout"], ("chunked", "interleaved"))
     choice("width", params["width"], ("half", "full"))
     base_value(params["base"])
     section = positions("mrope_section", inputs["mrope_section"])
     if section.shape != (3,) or int(section.sum()) != dim // 2:
-        raise _invalid(f"mrope_section must be three counts summing to dim/2 = {dim // 2}, got {section.tolist()}")
+        raise invalid(f"mrope_section must be three counts summing to dim/2 = {dim // 2}, got {section.tolist()}")
     pos = positions("positions", inputs["positions"])
     if pos.ndim < 1 or pos.shape[0] != 3:
-        raise _shape(f"positions must have three streams on axis 0, got shape {pos.shape}")
+        raise invalid_shape(f"positions must have three streams on axis 0, got shape {pos.shape}")
     i = np.arange(dim // 2)
     if layout == "chunked":  # the first s0 pairs read T, the next s1 read H, the rest W
         stream = np.searchsorted(np.cumsum(section), i, side="right")
@@ -302,14 +295,14 @@ def deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
     qp = positions("query_positions", inputs["query_positions"])
     kp = positions("key_positions", inputs["key_positions"])
     if qp.ndim != 1 or kp.ndim != 1:
-        raise _shape(f"query_positions and key_positions must be 1-D, got {qp.shape} and {kp.shape}")
+        raise invalid_shape(f"query_positions and key_positions must be 1-D, got {qp.shape} and {kp.shape}")
     arrays = {n: finite_array(n, inputs[n], ndim=3) for n in ("q", "k", "pos_key", "pos_query")}
     heads, _, dim = arrays["q"].shape
     wanted = {"q": (heads, qp.size, dim), "k": (heads, kp.size, dim), "pos_key": (heads, 2 * buckets, dim),
               "pos_query": (heads, 2 * buckets, dim)}
     for name, shape in wanted.items():
         if arrays[name].shape != shape:
-            raise _shape(f"{name} must have shape {shape}, got {arrays[name].shape}")
+            raise invalid_shape(f"{name} must have shape {shape}, got {arrays[name].shape}")
     return {**arrays, "qp": qp, "kp": kp, "terms": terms, "buckets": buckets, "limit": limit, "clamp": clamp}
 
 
@@ -320,9 +313,9 @@ def shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], op: str) -
     sign = choice("sign", params["sign"], ("key_minus_query", "query_minus_key"))
     qp, kp = positions("q_positions", inputs["q_positions"]), positions("k_positions", inputs["k_positions"])
     if qp.ndim != 1 or kp.ndim != 1:
-        raise _shape(f"q_positions and k_positions must be 1-D, got {qp.shape} and {kp.shape}")
+        raise invalid_shape(f"q_positions and k_positions must be 1-D, got {qp.shape} and {kp.shape}")
     if not np.isin(qp, kp).all():
-        raise _invalid("every query position must be a key position (cross-attention is not defined)")
+        raise invalid("every query position must be a key position (cross-attention is not defined)")
     distance = kp[None, :] - qp[:, None]
     index = np.clip(-distance if sign == "query_minus_key" else distance, -k, k) + k
     out: dict[str, Any] = {"index": index, "rows": 2 * k + 1}
@@ -331,13 +324,13 @@ def shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], op: str) -
         q, kk = finite_array("q", inputs["q"], ndim=2), finite_array("k", inputs["k"], ndim=2)
         table = finite_array("rel_keys", inputs["rel_keys"], ndim=2)
         if q.shape[0] != tq or kk.shape[0] != tk or kk.shape[1] != q.shape[1] or table.shape != (2 * k + 1, q.shape[1]):
-            raise _shape(f"q {q.shape}, k {kk.shape}, rel_keys {table.shape} do not fit Tq={tq}, Tk={tk}, K={k}")
+            raise invalid_shape(f"q {q.shape}, k {kk.shape}, rel_keys {table.shape} do not fit Tq={tq}, Tk={tk}, K={k}")
         out.update(q=q, k=kk, table=table)
     elif op == "shaw.output":
         alpha = finite_array("weights", inputs["weights"], ndim=2)
         v, table = finite_array("v", inputs["v"], ndim=2), finite_array("rel_values", inputs["rel_values"], ndim=2)
         if alpha.shape != (tq, tk) or v.shape[0] != tk or table.shape != (2 * k + 1, v.shape[1]):
-            raise _shape(f"weights {alpha.shape}, v {v.shape}, rel_values {table.shape} do not fit "
+            raise invalid_shape(f"weights {alpha.shape}, v {v.shape}, rel_values {table.shape} do not fit "
                          f"Tq={tq}, Tk={tk}, K={k}")
         out.update(weights=alpha, v=v, table=table)
     return out
@@ -358,7 +351,7 @@ def longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dic
     convention = choice("longrope_convention", params["longrope_convention"], LONGROPE_CONVENTIONS)
     dim = integer("dim", params["dim"], 2)
     if dim % 2:
-        raise _invalid(f"dim must be even, got {dim}")
+        raise invalid(f"dim must be even, got {dim}")
     base = base_value(params["base"])
     s = positive("factor", _needed({**params, "rope_type": "longrope"}, "factor"))
     original = integer("original_max_position", params["original_max_position"], 1)
@@ -367,13 +360,13 @@ def longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dic
     name = "long_factor" if long else "short_factor"
     factors = finite_array(name, inputs[name], ndim=1)
     if factors.shape != (dim // 2,):
-        raise _invalid(f"{name} must have length dim/2 = {dim // 2}, got length {factors.shape[0]}")
+        raise invalid(f"{name} must have length dim/2 = {dim // 2}, got length {factors.shape[0]}")
     if (factors <= 0).any():
-        raise _invalid(f"{name} must be > 0, got {float(factors.min())!r}")
+        raise invalid(f"{name} must be > 0, got {float(factors.min())!r}")
     with np.errstate(over="ignore", divide="ignore", under="ignore"):  # the smallest factor * base ** (2i / d)
         low = factors.min() * min(1.0, np.float64(base) ** ((dim - 2) / dim))
         if not np.isfinite(1.0 / low):
-            raise _invalid(f"base={base} and {name} overflow float64 in the inverse frequencies")
+            raise invalid(f"base={base} and {name} overflow float64 in the inverse frequencies")
     explicit = params["attention_factor"]
     if convention == "transformers" and explicit is not None:
         a = positive("attention_factor", explicit)
@@ -389,18 +382,18 @@ def _self_positions(inputs: Mapping[str, np.ndarray], q_name: str = "q_positions
     qp, kp = positions(q_name, inputs[q_name]), positions(k_name, inputs[k_name])
     for name, pos in ((q_name, qp), (k_name, kp)):
         if pos.ndim != 1:
-            raise _shape(f"{name} must be 1-D, got shape {pos.shape}")
+            raise invalid_shape(f"{name} must be 1-D, got shape {pos.shape}")
     outside = ~np.isin(qp, kp)
     if outside.any():
         where = int(np.argmax(outside))
-        raise _invalid(f"query position {int(qp[where])} ({q_name}[{where}]) is not among the key positions "
+        raise invalid(f"query position {int(qp[where])} ({q_name}[{where}]) is not among the key positions "
                        "(cross-attention is not defined)")
     return qp, kp
 
 
 def _sinusoid_width(name: str, width: int) -> int:
     if width < 2 or width % 2:
-        raise _invalid(f"the sinusoid width D_r of {name} must be even and >= 2, got {width}")
+        raise invalid(f"the sinusoid width D_r of {name} must be even and >= 2, got {width}")
     return width
 
 
@@ -420,12 +413,12 @@ def xl_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dic
     dim = q.shape[1]
     for name, array, want in (("q", q, (qp.size, dim)), ("k", k, (kp.size, dim)), ("w_r", w_r, (w_r.shape[0], dim))):
         if array.shape != want:
-            raise _shape(f"{name} must have shape {want} (positions and the width of q), got {array.shape}")
+            raise invalid_shape(f"{name} must have shape {want} (positions and the width of q), got {array.shape}")
     biases = {}
     for name in ("u", "v"):
         biases[name] = finite_array(name, inputs[name], ndim=1)
         if biases[name].shape != (dim,):
-            raise _shape(f"{name} must have shape ({dim},), got {biases[name].shape}")
+            raise invalid_shape(f"{name} must have shape ({dim},), got {biases[name].shape}")
     _sinusoid_width("w_r", w_r.shape[0])
     base = base_value(params["base"])
     distance = qp[:, None] - kp[None, :]
@@ -447,11 +440,11 @@ def rel_shift(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
     tq, rows = x.shape
     k_len = integer("k_len", params["k_len"], 1)
     if k_len < tq:
-        raise _invalid(f"k_len must be >= Tq = {tq} (memory length k_len - Tq >= 0), got {k_len}")
+        raise invalid(f"k_len must be >= Tq = {tq} (memory length k_len - Tq >= 0), got {k_len}")
     if variant == "transformer_xl" and rows != k_len:
-        raise _shape(f"the transformer_xl shift takes R = k_len = {k_len} rows, got x of shape {x.shape}")
+        raise invalid_shape(f"the transformer_xl shift takes R = k_len = {k_len} rows, got x of shape {x.shape}")
     if variant == "xlnet" and rows < k_len + 1:
-        raise _shape(f"the xlnet shift takes R >= k_len + 1 = {k_len + 1} rows, got x of shape {x.shape}")
+        raise invalid_shape(f"the xlnet shift takes R >= k_len + 1 = {k_len + 1} rows, got x of shape {x.shape}")
     return {"variant": variant, "x": x, "k_len": k_len, "tq": tq, "rows": rows}
 
 
@@ -469,28 +462,28 @@ def resample_axis(params: Mapping[str, Any], in_size: Any, new_size: Any, name: 
     n = integer("in_size", in_size, 1)
     new = integer(name, new_size)
     if new < 1:
-        raise _invalid(f"{name} must be >= 1 (resampling to an empty table), got {new}")
+        raise invalid(f"{name} must be >= 1 (resampling to an empty table), got {new}")
     kernel = choice("kernel", params["kernel"], RESAMPLE_KERNELS)
     a = float(params["cubic_a"])
     if not np.isfinite(a):
-        raise _invalid(f"cubic_a must be finite, got {params['cubic_a']!r}")
+        raise invalid(f"cubic_a must be finite, got {params['cubic_a']!r}")
     antialias = choice("antialias", params["antialias"], ("off", "on")) == "on"
     align = choice("coordinates", params["coordinates"], ("half_pixel", "align_corners")) == "align_corners"
     by_size = choice("size_from", params["size_from"], ("size", "scale_factor")) == "size"
     offset = float(params["scale_offset"])
     if not np.isfinite(offset) or offset < 0:
-        raise _invalid(f"scale_offset must be finite and >= 0, got {params['scale_offset']!r}")
+        raise invalid(f"scale_offset must be finite and >= 0, got {params['scale_offset']!r}")
     if antialias and align:
-        raise _invalid("antialias='on' is defined for coordinates='half_pixel' only, got coordinates='align_corners'")
+        raise invalid("antialias='on' is defined for coordinates='half_pixel' only, got coordinates='align_corners'")
     if by_size:
         if offset:
-            raise _invalid(f"scale_offset applies under size_from='scale_factor' only, got {offset!r}")
+            raise invalid(f"scale_offset applies under size_from='scale_factor' only, got {offset!r}")
         m, scale = new, n / new
     else:
         factor = (new + offset) / n
         m = int(np.floor(float(n) * factor))
         if m < 1:
-            raise _invalid(f"scale factor {factor!r} gives an output size < 1 for in_size={n}")
+            raise invalid(f"scale factor {factor!r} gives an output size < 1 for in_size={n}")
         scale = 1.0 / factor
     if align:
         scale = (n - 1) / (m - 1) if m > 1 else 0.0
@@ -509,7 +502,7 @@ def resample_table_1d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray
     table = finite_array("table", inputs["table"], ndim=2)
     prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
     if table.shape[0] <= prefix:
-        raise _shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens = {prefix} prefix rows "
+        raise invalid_shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens = {prefix} prefix rows "
                      "and at least one more")
     axis = resample_axis(params, table.shape[0] - prefix, params["new_length"], "new_length")
     return {"prefix": table[:prefix], "rows": table[prefix:], "axis": axis}
@@ -524,7 +517,7 @@ def resample_grid_2d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]
     table = finite_array("table", inputs["table"], ndim=2)
     prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
     if table.shape[0] != prefix + height * width:
-        raise _shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens + grid_height * grid_width = "
+        raise invalid_shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens + grid_height * grid_width = "
                      f"{prefix} + {height} x {width} = {prefix + height * width}")
     return {"prefix": table[:prefix], "grid": table[prefix:].reshape(height, width, -1),
             "height": resample_axis(params, height, params["new_height"], "new_height"),

@@ -24,12 +24,14 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from posenc_adapter_shared import (  # noqa: E402
+import posenc_adapter_checks as checks  # noqa: E402
+from posenc_adapter_shared import (
     Adapter,
-    Rejected,
     base_value,
     choice,
     integer,
+    invalid,
+    invalid_shape,
     positions,
     require,
 )
@@ -72,21 +74,13 @@ def _version() -> str:
     return f"torch {torch.__version__}, transformers {transformers.__version__}"
 
 
-def _invalid(message: str) -> Rejected:
-    return Rejected("invalid_argument", message)
-
-
-def _shape(message: str) -> Rejected:
-    return Rejected("invalid_shape", message)
-
-
 def _finite_float(name: str, value: Any, *, positive: bool = False, minimum: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise _invalid(f"{name} must be a number, got {value!r}")
+        raise invalid(f"{name} must be a number, got {value!r}")
     number = float(value)
     if not np.isfinite(number) or (positive and number <= 0) or (minimum is not None and number < minimum):
         bound = "> 0" if positive else f">= {minimum}" if minimum is not None else "finite"
-        raise _invalid(f"{name} must be finite and {bound}, got {value!r}")
+        raise invalid(f"{name} must be finite and {bound}, got {value!r}")
     return number
 
 
@@ -106,20 +100,20 @@ def _rope_x(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
     base_value(params["base"])
     x = np.asarray(inputs["x"], dtype=np.float64)
     if x.ndim != 4:
-        raise _shape(f"x must be (B, H, T, D) or (B, T, H, D), got shape {x.shape}")
+        raise invalid_shape(f"x must be (B, H, T, D) or (B, T, H, D), got shape {x.shape}")
     if not np.all(np.isfinite(x)):
-        raise _invalid("x must be finite")
+        raise invalid("x must be finite")
     if x_layout == "BTHD":
         x = x.transpose(0, 2, 1, 3)
     d = x.shape[-1]
     if d % 2:
-        raise _invalid(f"the head width must be even, got {d}")
+        raise invalid(f"the head width must be even, got {d}")
     rotary = d if params.get("rotary_dim") is None else integer("rotary_dim", params["rotary_dim"], 2)
     if rotary % 2 or rotary > d:
-        raise _invalid(f"rotary_dim must be even and <= {d}, got {rotary}")
+        raise invalid(f"rotary_dim must be even and <= {d}, got {rotary}")
     pos = positions("positions", inputs["positions"])
     if pos.shape[-1] != x.shape[2] or pos.ndim > 2 or (pos.ndim == 2 and pos.shape[0] != x.shape[0]):
-        raise _shape(f"positions must be (T,) or (B, T) with T={x.shape[2]}, got {pos.shape}")
+        raise invalid_shape(f"positions must be (T,) or (B, T) with T={x.shape[2]}, got {pos.shape}")
     choice("layout", params["layout"], layouts)  # a layout the library does not rotate in, after the checks
     return x, np.broadcast_to(pos, (x.shape[0], x.shape[2])), rotary
 
@@ -135,9 +129,8 @@ def _deberta_v2() -> Any:
 
 
 def _alibi_slopes_check(params: Mapping[str, Any]) -> int:
-    choice("slope_rule", params["slope_rule"], ("press", "geometric"))
-    _finite_float("bias_max", params["bias_max"], positive=True)
-    return integer("num_heads", params["num_heads"], 1)
+    """The number of heads, after the shared ALiBi checks (:func:`posenc_adapter_checks.alibi`)."""
+    return checks.alibi(params)[0]
 
 
 class _SupportsAdapter(Adapter):
@@ -154,39 +147,21 @@ class _SupportsAdapter(Adapter):
 
 
 def _t5_params(params: Mapping[str, Any]) -> tuple[str, int, int, int]:
-    """(direction, N, D, exact region E) after the wrapper's checks."""
-    direction = choice("direction", params["direction"], ("bidirectional", "unidirectional"))
-    buckets = integer("num_buckets", params["num_buckets"], 1)
-    distance = integer("max_distance", params["max_distance"], 1)
-    exact = buckets // 2 // 2 if direction == "bidirectional" else buckets // 2
-    if exact < 1 or distance <= exact:
-        raise _invalid(f"num_buckets={buckets}, max_distance={distance}: need an exact region >= 1 below max_distance")
-    return direction, buckets, distance, exact
+    """(direction, N, D, exact region E) after the shared T5 checks (:func:`posenc_adapter_checks.t5`)."""
+    buckets, distance, side, direction = checks.t5(params)
+    return direction, buckets, distance, side // 2
 
 
 def _t5_bias_inputs(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[
         np.ndarray, np.ndarray, np.ndarray, tuple[str, int, int, int]]:
-    """``t5.bias`` after the wrapper's checks: the table as contiguous (N, H), query and key
+    """``t5.bias`` after the shared checks: the table as contiguous (N, H), query and key
     positions, and :func:`_t5_params`."""
-    layout = choice("table_layout", params["table_layout"], ("buckets_heads", "heads_buckets"))
     conventions = _t5_params(params)
-    table = np.asarray(inputs["table"], dtype=np.float64)
-    per_bucket = table if layout == "buckets_heads" else table.T
-    if table.ndim != 2 or per_bucket.shape[0] != conventions[1]:
-        raise _shape(f"table must be (num_buckets, H) or (H, num_buckets) with num_buckets={conventions[1]}, "
-                     f"got shape {table.shape}")
-    qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
-                                                                                 inputs["key_positions"])
-    if qp.shape[:-1] != kp.shape[:-1]:
-        raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+    per_bucket = checks.t5_table(params, inputs, conventions[1])
+    qp, kp = checks.query_key(inputs)
     return np.ascontiguousarray(per_bucket), qp, kp, conventions
 
 
 def _deberta_params(params: Mapping[str, Any]) -> tuple[int, int, str]:
-    clamp = choice("distance_clamp", params["distance_clamp"], ("none", "max_relative_positions"))
-    buckets = integer("position_buckets", params["position_buckets"], 1)
-    max_position = integer("max_relative_positions", params["max_relative_positions"], 1)
-    if buckets // 2 < 2 or max_position - 1 <= buckets // 2:
-        raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
-                       f"got {buckets} and {max_position}")
-    return buckets, max_position, clamp
+    """(position_buckets, max_relative_positions, distance_clamp) after the shared DeBERTa checks."""
+    return checks.deberta(params)

@@ -23,13 +23,8 @@ import numpy as np
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import posenc_adapter_attention_checks as attention_checks  # noqa: E402
-from posenc_adapter_shared import (  # noqa: E402
-    Adapter,
-    choice,
-    integer,
-    require,
-)
-from torch_common import TORCH_DTYPES, _finite_float, _invalid, _numpy, _shape, _SupportsAdapter  # noqa: E402
+from posenc_adapter_shared import Adapter, choice, integer, invalid, invalid_shape, require
+from torch_common import TORCH_DTYPES, _finite_float, _numpy, _SupportsAdapter  # noqa: E402
 
 torch = require("torch", "torch")
 
@@ -42,7 +37,7 @@ def _interpolate_mode(params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     size_from = choice("size_from", params["size_from"], ("size", "scale_factor"))
     offset = _finite_float("scale_offset", params["scale_offset"])
     if size_from == "size" and offset != 0:
-        raise _invalid(f"scale_offset applies to size_from='scale_factor' only, got {offset}")
+        raise invalid(f"scale_offset applies to size_from='scale_factor' only, got {offset}")
     return kernel, {"antialias": antialias, "align_corners": aligned}
 
 
@@ -86,7 +81,7 @@ def _resample(compute: Any) -> dict[str, Any]:
         prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
         m = integer("new_length", params["new_length"], 1)
         if table.ndim != 2 or table.shape[0] <= prefix:
-            raise _shape(f"table must be (prefix + n, D) with n >= 1, got shape {table.shape}")
+            raise invalid_shape(f"table must be (prefix + n, D) with n >= 1, got shape {table.shape}")
         rows = torch.from_numpy(table[prefix:].T.copy()).reshape(1, table.shape[1], 1, -1)  # along the width
         out = _interpolate(rows, (1, rows.shape[3]), (1, m), params, compute)[0, :, 0, :].T
         return _numpy(torch.cat([torch.from_numpy(table[:prefix]).to(compute), out], dim=0))
@@ -97,7 +92,7 @@ def _resample(compute: Any) -> dict[str, Any]:
         h, w = integer("grid_height", params["grid_height"], 1), integer("grid_width", params["grid_width"], 1)
         new = (integer("new_height", params["new_height"], 1), integer("new_width", params["new_width"], 1))
         if table.ndim != 2 or table.shape[0] != prefix + h * w:
-            raise _shape(f"table must be (prefix + H*W, D) = ({prefix + h * w}, D), got shape {table.shape}")
+            raise invalid_shape(f"table must be (prefix + H*W, D) = ({prefix + h * w}, D), got shape {table.shape}")
         grid = torch.from_numpy(table[prefix:].T.copy()).reshape(1, table.shape[1], h, w)
         out = _interpolate(grid, (h, w), new, params, compute)  # (1, D, H', W')
         rows = out[0].reshape(table.shape[1], -1).T
@@ -117,10 +112,10 @@ def _sdpa(compute: Any) -> Any:
     def run(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         q, k, v = (np.asarray(inputs[n], dtype=np.float64) for n in ("q", "k", "v"))
         if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-            raise _shape(f"q, k, v must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
+            raise invalid_shape(f"q, k, v must be rank 4, got {q.shape}, {k.shape}, {v.shape}")
         b, h, tq, d = q.shape
         if k.shape[0] != b or k.shape[-1] != d or v.shape[:3] != k.shape[:3] or h % k.shape[1]:
-            raise _shape(f"q {q.shape}, k {k.shape}, v {v.shape}: need equal B and D and H % Hkv == 0")
+            raise invalid_shape(f"q {q.shape}, k {k.shape}, v {v.shape}: need equal B and D and H % Hkv == 0")
         tk = k.shape[2]
         alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
         choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
@@ -128,12 +123,12 @@ def _sdpa(compute: Any) -> Any:
             integer("window", params["window"], 1)
         mask, padding, bias = inputs["mask"], np.asarray(inputs["key_padding_mask"]), np.asarray(inputs["bias"])
         if padding.shape[-1] != tk:
-            raise _shape(f"key_padding_mask must have length Tk={tk}, got {padding.shape}")
+            raise invalid_shape(f"key_padding_mask must have length Tk={tk}, got {padding.shape}")
         try:
             np.broadcast_shapes(np.shape(mask), (b, h, tq, tk))
             np.broadcast_shapes(bias.shape, (b, h, tq, tk))
         except ValueError as exc:
-            raise _shape(f"mask and bias must broadcast to {(b, h, tq, tk)}: {exc}") from exc
+            raise invalid_shape(f"mask and bias must broadcast to {(b, h, tq, tk)}: {exc}") from exc
         # one additive attn_mask: SDPA adds it after the scale, as the reference adds its bias
         allowed = np.broadcast_to(padding[:, None, None, :], (b, 1, tq, tk)).astype(bool)
         additive = np.broadcast_to(bias, (b, h, tq, tk)).astype(np.float64)
@@ -151,7 +146,7 @@ def _sdpa(compute: Any) -> Any:
             allowed = allowed & np.tril(np.ones((tq, tk), dtype=bool), k=tk - tq if alignment == "bottom_right" else 0)
             neutral = False
         if params["fully_masked"] == "error" and not np.broadcast_to(allowed, (b, h, tq, tk)).any(-1).all():
-            raise _invalid("a query row has every key masked")
+            raise invalid("a query row has every key masked")
         if params["causal"] and neutral and alignment == "top_left":
             kwargs["is_causal"] = True
         elif params["causal"] and neutral and tq <= tk:

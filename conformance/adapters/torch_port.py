@@ -31,10 +31,11 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers l
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 import posenc_adapter_checks as checks  # noqa: E402
-from posenc_adapter_shared import (  # noqa: E402
+from posenc_adapter_shared import (
     Adapter,
     Rejected,
     choice,
+    invalid_shape,
     positions,
     require,
     validate_fairseq,
@@ -42,16 +43,14 @@ from posenc_adapter_shared import (  # noqa: E402
     validate_lookup,
     validate_table,
 )
-from torch_common import (  # noqa: E402
+from torch_common import (
     TORCH_DTYPES,
     _alibi_slopes_check,
     _back,
     _deberta_params,
     _finite_float,
-    _invalid,
     _numpy,
     _rope_x,
-    _shape,
     _t5_bias_inputs,
     _t5_params,
 )
@@ -373,7 +372,7 @@ def run_rope_scores(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarra
     q, qpos, rotary = _rope_x(params, {"x": inputs["q"], "positions": inputs["q_positions"]}, layouts)
     k, kpos, _ = _rope_x(params, {"x": inputs["k"], "positions": inputs["k_positions"]}, layouts)
     if q.shape[0] != k.shape[0] or q.shape[1] != k.shape[1] or q.shape[-1] != k.shape[-1]:
-        raise _shape(f"q and k must agree on B, H and D, got {inputs['q'].shape} and {inputs['k'].shape}")
+        raise invalid_shape(f"q and k must agree on B, H and D, got {inputs['q'].shape} and {inputs['k'].shape}")
     scale_base = params["xpos_scale_base"]
     if scale_base is not None:
         scale_base = _finite_float("xpos_scale_base", scale_base, positive=True)
@@ -414,18 +413,14 @@ def run_alibi_bias(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray
     qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
                                                                                  inputs["key_positions"])
     if qp.shape[:-1] != kp.shape[:-1]:
-        raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        raise invalid_shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
     m = port_alibi_slopes(heads, params["slope_rule"], float(params["bias_max"]), dt.compute)
     return _numpy(port_alibi_bias(qp, kp, m, form, dt.compute).to(dt.out))
 
 
 def run_alibi_mask_positions(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
-    mask = np.asarray(inputs["attention_mask"])
-    if mask.ndim != 2 or mask.size == 0:
-        raise _shape(f"attention_mask must be a non-empty (B, T) array, got shape {mask.shape}")
-    if not np.all((mask == 0) | (mask == 1)):
-        raise _invalid("attention_mask must hold 0 and 1 only")
-    m = torch.from_numpy(mask.astype(np.int64))
+    mask = checks.attention_mask(inputs)
+    m = torch.from_numpy(mask)
     return _numpy((m.cumsum(-1) - 1) * m)
 
 
@@ -511,12 +506,8 @@ def run_rel_shift(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.nd
 
 
 def run_rope_cos_sin(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
-    width = choice("width", params["width"], ("half", "full", "full_interleaved"))
-    factor = _finite_float("attention_factor", params["attention_factor"], positive=True)
-    inv_freq = np.asarray(inputs["inv_freq"], dtype=np.float64)
-    if inv_freq.ndim != 1 or inv_freq.size == 0:
-        raise _shape(f"inv_freq must be a non-empty (P,) array, got shape {inv_freq.shape}")
-    pos = positions("positions", inputs["positions"])
+    pos, inv_freq = checks.cos_sin(params, inputs)
+    width, factor = params["width"], float(params["attention_factor"])
     angle = torch.from_numpy(pos).to(dt.compute)[..., None] * torch.from_numpy(inv_freq).to(dt.compute)
     if width == "full":
         angle = torch.cat([angle, angle], dim=-1)
@@ -536,7 +527,7 @@ def run_deberta_index(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndar
     qp, kp = positions("query_positions", inputs["query_positions"]), positions("key_positions",
                                                                                  inputs["key_positions"])
     if qp.shape[:-1] != kp.shape[:-1]:
-        raise _shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
+        raise invalid_shape(f"query and key positions must share their batch shape, got {qp.shape} and {kp.shape}")
     delta = torch.from_numpy(qp)[..., :, None] - torch.from_numpy(kp)[..., None, :]
     span = conventions[0]
     return _numpy(torch.clamp(port_deberta_bucket(delta, *conventions) + span, 0, 2 * span - 1))

@@ -24,20 +24,12 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers l
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 import posenc_adapter_checks as checks  # noqa: E402
-from posenc_adapter_shared import (  # noqa: E402
-    Adapter,
-    choice,
-    integer,
-    positions,
-    require,
-)
-from torch_common import (  # noqa: E402
+from posenc_adapter_shared import Adapter, choice, invalid, invalid_shape, positions, require
+from torch_common import (
     TORCH_DTYPES,
     _alibi_slopes_check,
     _deberta_v2,
-    _invalid,
     _numpy,
-    _shape,
     _t5_bias_inputs,
     _t5_params,
     _transformers,
@@ -78,12 +70,8 @@ def _t5_compute_bias(compute: Any) -> Any:
 
 
 def _deberta_bucket(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-    choice("distance_clamp", params["distance_clamp"], ("none",))
-    buckets = integer("position_buckets", params["position_buckets"], 1)
-    max_position = integer("max_relative_positions", params["max_relative_positions"], 1)
-    if buckets // 2 < 2 or max_position - 1 <= buckets // 2:  # log((max_position - 1) / mid) divides
-        raise _invalid(f"need position_buckets // 2 >= 2 and max_relative_positions - 1 > position_buckets // 2, "
-                       f"got {buckets} and {max_position}")
+    buckets, max_position, clamp = checks.deberta(params)  # log((max_position - 1) / mid) must divide
+    choice("distance_clamp", clamp, ("none",))  # make_log_bucket_position has no distance clamp
     rel = positions("relative_positions", inputs["relative_positions"], nonnegative=False)
     return _numpy(_deberta_v2().make_log_bucket_position(torch.from_numpy(rel), buckets, max_position))
 
@@ -103,14 +91,10 @@ def _mpt_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
 
 
 def _bloom_mask_positions(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-    mask = np.asarray(inputs["attention_mask"])
-    if mask.ndim != 2 or mask.size == 0:
-        raise _shape(f"attention_mask must be a non-empty (B, T) array, got shape {mask.shape}")
-    if not np.all((mask == 0) | (mask == 1)):
-        raise _invalid("attention_mask must hold 0 and 1 only")
+    mask = checks.attention_mask(inputs)
     bloom = _transformers("bloom.modeling_bloom")
     # one head: slope 2**-8 exactly, so alibi / slope is the position BLOOM multiplies (exact in float64)
-    alibi = bloom.build_alibi_tensor(torch.from_numpy(mask.astype(np.int64)), 1, torch.float64)  # (B, 1, T)
+    alibi = bloom.build_alibi_tensor(torch.from_numpy(mask), 1, torch.float64)  # (B, 1, T)
     return _numpy(torch.round(alibi[:, 0, :] * 2.0 ** 8).to(torch.int64))
 
 
@@ -120,7 +104,7 @@ def _bloom_bias(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
     q = positions("query_positions", inputs["query_positions"])
     k = positions("key_positions", inputs["key_positions"])
     if k.shape[:-1] != q.shape[:-1] or q.ndim > 2:
-        raise _shape(f"query_positions and key_positions must agree on the batch, got {q.shape} and {k.shape}")
+        raise invalid_shape(f"query_positions and key_positions must agree on the batch, got {q.shape} and {k.shape}")
     choice("form", params["form"], ("key_only",))
     masks = _bloom_key_masks(k)  # BLOOM numbers keys (cumsum(mask) - 1) * mask
     bloom = _transformers("bloom.modeling_bloom")
@@ -334,7 +318,7 @@ def _xlnet_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]
     xlnet = _xlnet()
     qp, kp = (positions(n, inputs[n]).reshape(-1) for n in ("q_positions", "k_positions"))
     if np.unique(qp).size != qp.size:
-        raise _invalid(f"XLNet numbers one query per position, got repeated q_positions {qp.tolist()}")
+        raise invalid(f"XLNet numbers one query per position, got repeated q_positions {qp.tolist()}")
     b, h, tq, d = a["q"].shape
     tk, width = a["k"].shape[2], a["w_r"].shape[1]
     # the XLNet segment: queries at positions lo..top over keys 0..top (query i at row qp[i] - lo, key j at

@@ -23,32 +23,16 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from posenc_adapter_shared import (  # noqa: E402
-    Adapter,
-    base_value,
-    choice,
-    integer,
-    positions,
-    require,
-)
-from torch_common import (  # noqa: E402
-    _back,
-    _finite_float,
-    _invalid,
-    _llama_config,
-    _numpy,
-    _rope_x,
-    _shape,
-    _transformers,
-    _version,
-)
+import posenc_adapter_checks as checks  # noqa: E402
+from posenc_adapter_shared import Adapter, base_value, choice, integer, invalid, invalid_shape, positions, require
+from torch_common import _back, _finite_float, _llama_config, _numpy, _rope_x, _transformers, _version
 
 torch = require("torch", "torch")
 
 
 def _required(p: Mapping[str, Any], name: str, hf_name: str) -> Any:
     if p.get(name) is None:
-        raise _invalid(f"rope_type={p['rope_type']!r} needs {name} ({hf_name} in transformers' rope_parameters)")
+        raise invalid(f"rope_type={p['rope_type']!r} needs {name} ({hf_name} in transformers' rope_parameters)")
     return p[name]
 
 
@@ -66,12 +50,12 @@ def _rope_parameters(p: Mapping[str, Any]) -> tuple[dict[str, Any], int, int | N
     rope_type = choice("rope_type", p["rope_type"], ROPE_INIT_TYPES + ("ntk_aware", "longrope"))
     dim = integer("dim", p["dim"], 2)
     if dim % 2:
-        raise _invalid(f"dim must be even, got {dim}")
+        raise invalid(f"dim must be even, got {dim}")
     base = base_value(p["base"])
     out: dict[str, Any] = {"rope_type": rope_type, "rope_theta": base}
     rho = _finite_float("partial_rotary_factor", p["partial_rotary_factor"], positive=True)
     if rho > 1:
-        raise _invalid(f"partial_rotary_factor must be in (0, 1], got {rho}")
+        raise invalid(f"partial_rotary_factor must be in (0, 1], got {rho}")
     seq_len = None
     if rope_type in ("linear", "dynamic", "yarn", "llama3"):
         factor = _finite_float("factor", _required(p, "factor", "factor"), minimum=1.0)
@@ -94,7 +78,7 @@ def _rope_parameters(p: Mapping[str, Any]) -> tuple[dict[str, Any], int, int | N
         low = _finite_float("low_freq_factor", _required(p, "low_freq_factor", "low_freq_factor"), positive=True)
         high = _finite_float("high_freq_factor", _required(p, "high_freq_factor", "high_freq_factor"), positive=True)
         if low >= high:
-            raise _invalid(f"low_freq_factor must be < high_freq_factor, got {low} and {high}")
+            raise invalid(f"low_freq_factor must be < high_freq_factor, got {low} and {high}")
         out.update(low_freq_factor=low, high_freq_factor=high)
     return out, dim, seq_len
 
@@ -149,12 +133,8 @@ def _gptj_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
 
 
 def _llama_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    choice("width", params["width"], ("half", "full", "full_interleaved"))
-    factor = _finite_float("attention_factor", params["attention_factor"], positive=True)
-    inv_freq = np.asarray(inputs["inv_freq"], dtype=np.float64)
-    if inv_freq.ndim != 1 or inv_freq.size == 0:
-        raise _shape(f"inv_freq must be a non-empty (P,) array, got shape {inv_freq.shape}")
-    pos = positions("positions", inputs["positions"])
+    pos, inv_freq = checks.cos_sin(params, inputs)
+    factor = float(params["attention_factor"])
     llama = _transformers("llama.modeling_llama")
     embedding = llama.LlamaRotaryEmbedding(_llama_config({"rope_type": "default", "rope_theta": 10000.0},
                                                          2 * inv_freq.size, 4096))
@@ -174,10 +154,10 @@ def _qwen2vl_mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
     base = base_value(params["base"])
     section = positions("mrope_section", inputs["mrope_section"]).tolist()
     if dim % 2 or len(section) != 3 or sum(section) != dim // 2:
-        raise _invalid(f"need an even dim and three mrope_section entries summing to dim/2, got {dim} and {section}")
+        raise invalid(f"need an even dim and three mrope_section entries summing to dim/2, got {dim} and {section}")
     pos = positions("positions", inputs["positions"])
     if pos.ndim != 2 or pos.shape[0] != 3:
-        raise _shape(f"positions must be (3, T): temporal, height, width streams, got {pos.shape}")
+        raise invalid_shape(f"positions must be (3, T): temporal, height, width streams, got {pos.shape}")
     choice("mrope_layout", params["mrope_layout"], ("chunked",))  # Qwen2-VL's layout, after the checks
     qwen2vl = _transformers("qwen2_vl.modeling_qwen2_vl")
     config = qwen2vl.Qwen2VLTextConfig(hidden_size=dim, num_attention_heads=1, num_key_value_heads=1,
@@ -194,10 +174,10 @@ def _qwen2vl_mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
 def _longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     dim = integer("dim", params["dim"], 2)
     if dim % 2:
-        raise _invalid(f"dim must be even, got {dim}")
+        raise invalid(f"dim must be even, got {dim}")
     short, long = (np.asarray(inputs[n], dtype=np.float64) for n in ("short_factor", "long_factor"))
     if short.shape != (dim // 2,) or long.shape != (dim // 2,):
-        raise _invalid(f"short_factor and long_factor must have length dim/2 = {dim // 2}, "
+        raise invalid(f"short_factor and long_factor must have length dim/2 = {dim // 2}, "
                        f"got {short.shape}, {long.shape}")
     trained = integer("original_max_position", params["original_max_position"], 1)
     rope_parameters: dict[str, Any] = {
