@@ -13,8 +13,8 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-import posenc_adapter_checks as checks  # noqa: E402
-from posenc_adapter_shared import require  # noqa: E402
+from jax_library import dot_product_attention  # noqa: E402
+from posenc_adapter_shared import Rejected, require  # noqa: E402
 
 jax = require("jax", "jax")
 jnp = jax.numpy
@@ -76,6 +76,11 @@ def grid(ys: np.ndarray, xs: np.ndarray, params: Mapping[str, Any], compute: Any
                             jnp.stack([jnp.sin(b), jnp.cos(b)], -1).reshape(shape)], axis=-1)
 
 
+def yarn_ramp(i: Any, low: float, high: float) -> Any:
+    """YaRN's ramp over the pair indices ``i``: 0 up to ``low``, 1 from ``high``, linear between."""
+    return jnp.clip((i - low) / (high - low), 0, 1)
+
+
 def inv_freq(c: Mapping[str, Any], compute: Any) -> Any:
     """The (P,) inverse frequencies of one RoPE variant, ``1 / base ** (2i/d)`` in ``compute`` and
     the per-pair blends in ``compute``; ``c`` holds the scalars (:func:`posenc_adapter_checks.inv_freq`)."""
@@ -93,8 +98,7 @@ def inv_freq(c: Mapping[str, Any], compute: Any) -> Any:
         return jnp.where(wavelength < c["original"] / c["high"], w,
                          jnp.where(wavelength > c["original"] / c["low"], w / s, blended))
     if c["type"] == "yarn":
-        low, high = c["ramp"]
-        ramp = jnp.clip((i - low) / (high - low), 0, 1)
+        ramp = yarn_ramp(i, *c["ramp"])
         return w * (1 - ramp) + (w / s) * ramp
     return w  # default, and ntk_aware / dynamic with their scaled base
 
@@ -137,6 +141,11 @@ def rotate(x: Any, pos: np.ndarray, space: int, rd: int, params: Mapping[str, An
     return jnp.concatenate([rotated, x[..., space:]], axis=-1)
 
 
+def xpos_zeta(width: int, compute: Any) -> Any:
+    """xPos's per-pair decay ``zeta_i = (2i + 0.4 D) / (1.4 D)`` for the pairs i < D/2 of a width D; (P,)."""
+    return (2 * jnp.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)
+
+
 def scores(q: Any, k: Any, qp: np.ndarray, kp: np.ndarray, space: int, rd: int, params: Mapping[str, Any],
            compute: Any) -> Any:
     """``<R(m) q_m, R(n) k_n>`` (B, H, Tq, Tk), with the xPos pair weights when asked."""
@@ -147,7 +156,7 @@ def scores(q: Any, k: Any, qp: np.ndarray, kp: np.ndarray, space: int, rd: int, 
     if params["xpos_scale_base"] is None:
         return jnp.einsum("bhqd,bhkd->bhqk", qr, kr)
     n = space // 2
-    zeta = (2 * jnp.arange(n, dtype=compute) + 0.4 * space) / (1.4 * space)
+    zeta = xpos_zeta(space, compute)  # (P,)
     offset = (jnp.asarray(qp)[:, :, None] - jnp.asarray(kp)[:, None, :]).astype(compute)
     weight = zeta ** (offset[:, None, :, :, None] / params["xpos_scale_base"])  # (B|1, 1, Tq, Tk, P)
     if params["layout"] == "half":
@@ -168,12 +177,12 @@ def xpos(q: Any, k: Any, pos: np.ndarray, params: Mapping[str, Any], compute: An
     qr = rotate(q, pos, width, width, p, params["layout"], compute)
     kr = rotate(k, pos, width, width, p, params["layout"], compute)
     centre = t // 2 if params["centring"] == "lucidrains" else -(-t // 2)
-    zeta = (2 * jnp.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)
+    zeta = xpos_zeta(width, compute)  # (P,)
     power = (jnp.asarray(pos) - centre).astype(compute) / params["scale_base"]  # (B|1, T)
     power = power[:, None, :, None] if params["x_layout"] == "BHTD" else power[:, :, None, None]
     up = zeta**power
     if not bool(jnp.isfinite(up).all() & jnp.isfinite(1 / up).all()):
-        raise checks.Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) overflows {compute}")
+        raise Rejected("out_of_range", f"zeta ** (+-(p - c) / {params['scale_base']}) overflows {compute}")
     scale = jnp.repeat(up, 2, axis=-1) if params["layout"] == "interleaved" else jnp.concatenate([up, up], -1)
     return qr * scale, kr / scale
 
@@ -256,7 +265,8 @@ def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any =
     An optional ``a["term"]`` (broadcastable to (B, H, Tq, Tk)) is added to the dot product inside
     the scale, and an optional ``a["value_term"]`` (broadcastable to (B, H, Tq, Tk, D)) to the
     values under the weights (Shaw, Transformer-XL): the library receives ``scale * term`` in its
-    ``bias`` and the value term is added to its output as ``weights @ value_term``."""
+    ``bias`` and the value term is added to its output as ``weights @ value_term``
+    (:func:`jax_library.dot_product_attention`)."""
     held = held or compute  # the dtype q, k, v and the bias are held in (the adapter's dtype)
     q, k, v = (jnp.asarray(a[n], dtype=held).astype(compute) for n in ("q", "k", "v"))
     g = a["groups"]
@@ -287,18 +297,7 @@ def attention(a: Mapping[str, Any], compute: Any, use_library: bool, held: Any =
     bias = jnp.asarray(a["bias"]) + jnp.asarray(a["additive"])
     if term is not None:  # the term inside the scale becomes a bias after it
         bias = bias + jnp.asarray(term).astype(compute) * scale
-    bias = bias.astype(held)
-    shape = (q.shape[0], q.shape[1], q.shape[2], tk)
-    qh, kh, vh = (jnp.asarray(a[n], dtype=held) for n in ("q", "k", "v"))  # the library runs at the held dtype
-    out = jax.nn.dot_product_attention(  # (B, T, N, H) layout
-        qh.transpose(0, 2, 1, 3), kh.transpose(0, 2, 1, 3), vh.transpose(0, 2, 1, 3),
-        bias=jnp.broadcast_to(bias, shape), mask=jnp.broadcast_to(keep, shape), scale=float(a["scale"]),
-        implementation="xla").transpose(0, 2, 1, 3)
-    if a["policy"] == "zeros":  # the library fills a fully masked row with the mean of V (a finite fill)
-        out = jnp.where(empty, 0, out)
-    elif a["policy"] == "nan":
-        out = jnp.where(empty, jnp.nan, out)
-    return out + extra, weights
+    return dot_product_attention(a, bias, held) + extra, weights
 
 
 def longrope_inv_freq(factors: np.ndarray, dim: int, base: float, compute: Any) -> Any:

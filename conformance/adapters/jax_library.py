@@ -1,6 +1,7 @@
 """JAX's own functions behind the JAX adapter (:mod:`jax_port`): ``jax.image.scale_and_translate``
 for ``resample.*`` (its ``cubic-pytorch``, ``cubic`` and ``linear`` kernels, and which kernel
-parameters it has no form for).
+parameters it has no form for) and ``jax.nn.dot_product_attention`` for the attention output
+below float64.
 """
 
 from __future__ import annotations
@@ -71,3 +72,23 @@ def resample_supports(op: str, params: Mapping[str, Any]) -> bool | str:
         return ("jax.image's cubic without antialias that replicates the edges is PyTorch's a=-0.75 "
                 f"('cubic-pytorch'); its a=-0.5 'cubic' renormalises the edge weights instead, so a={a} has none")
     return True
+
+
+def dot_product_attention(a: Mapping[str, Any], bias: Any, held: Any) -> Any:
+    """``jax.nn.dot_product_attention(implementation="xla")`` (B, H, Tq, D) of a checked attention case
+    (:func:`posenc_adapter_attention_checks.attention`): its q, k, v held in ``held``, ``bias``
+    (broadcastable to (B, H, Tq, Tk)) and its keep mask, in the library's (B, T, N, H) layout. The
+    library fills a fully masked row with the mean of V (a finite fill); those rows are set as the
+    case's ``fully_masked`` policy says, as a caller does."""
+    qh, kh, vh = (jnp.asarray(a[n], dtype=held) for n in ("q", "k", "v"))  # the library runs at the held dtype
+    shape = (qh.shape[0], qh.shape[1], qh.shape[2], kh.shape[2])
+    out = jax.nn.dot_product_attention(  # (B, T, N, H) layout
+        qh.transpose(0, 2, 1, 3), kh.transpose(0, 2, 1, 3), vh.transpose(0, 2, 1, 3),
+        bias=jnp.broadcast_to(bias.astype(held), shape), mask=jnp.broadcast_to(jnp.asarray(a["keep"]), shape),
+        scale=float(a["scale"]), implementation="xla").transpose(0, 2, 1, 3)
+    empty = jnp.asarray(a["empty"])[..., None]
+    if a["policy"] == "zeros":
+        out = jnp.where(empty, 0, out)
+    elif a["policy"] == "nan":
+        out = jnp.where(empty, jnp.nan, out)
+    return out

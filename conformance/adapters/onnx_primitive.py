@@ -92,6 +92,11 @@ def build_lookup(g: Graph, params: Mapping[str, Any], table: np.ndarray, positio
     return [("table", table), ("positions", positions)], [(gathered, "rows", "float")]
 
 
+def _yarn_ramp(g: Graph, i: str, low: float, high: float) -> str:
+    """YaRN's ramp over the pair indices ``i``: ``Clip((i - low) / (high - low), 0, 1)``."""
+    return g.op("Clip", g.op("Div", g.op("Sub", i, g.const(low)), g.const(high - low)), g.const(0.0), g.const(1.0))
+
+
 def build_inv_freq(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
     """``1 / Pow(base, 2i/d)`` and each variant's per-pair blend in the graph; the scalars (scaled
     bases, band edges, YaRN ramp ends and factors) are Python float64, as transformers keeps them."""
@@ -113,9 +118,7 @@ def build_inv_freq(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
         long = g.op("Where", g.op("Greater", wavelength, g.const(c["original"] / c["low"])), scaled, blended)
         w = g.op("Where", g.op("Less", wavelength, g.const(c["original"] / c["high"])), w, long)
     elif c["type"] == "yarn":
-        low, high = c["ramp"]
-        ramp = g.op("Clip", g.op("Div", g.op("Sub", i, g.const(low)), g.const(high - low)), g.const(0.0),
-                    g.const(1.0))
+        ramp = _yarn_ramp(g, i, *c["ramp"])
         w = g.op("Add", g.op("Mul", w, g.op("Sub", g.const(1.0), ramp)), g.op("Mul", scaled, ramp))
     factor, softmax = g.op("Identity", g.const([c["a"]])), g.op("Identity", g.const([c["softmax"]]))
     return [], [(w, "inv_freq", "float"), (factor, "attention_factor", "float"), (softmax, "softmax_scale", "float")]
@@ -291,6 +294,11 @@ def _join_channels(g: Graph, a: str, b: str, layout: str) -> str:
     return g.op("Reshape", g.op("Concat", a, b, axis=-1), g.const([0, 0, 0, -1], I64))
 
 
+def _xpos_zeta(g: Graph, i: str, width: int) -> str:
+    """xPos's per-pair decay ``zeta_i = (2i + 0.4 D) / (1.4 D)`` of the pair indices ``i`` (a width D)."""
+    return g.op("Div", g.op("Add", g.op("Mul", i, g.const(2.0)), g.const(0.4 * width)), g.const(1.4 * width))
+
+
 def build_xpos(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray, pos: np.ndarray,
                dtype: str) -> tuple[Feeds, Outs]:
     """xPos with primitive operators: the pair channels ``(a, b)`` rotated to ``(a cos - b sin,
@@ -307,7 +315,7 @@ def build_xpos(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray
     angle = g.op("Unsqueeze", g.op("Mul", g.unsqueeze_last(p), inv_freq), g.const([head_axis], I64))
     centre = t // 2 if params["centring"] == "lucidrains" else -(-t // 2)
     power = g.op("Div", g.op("Sub", p, g.const(float(centre))), g.const(float(params["scale_base"])))
-    zeta = g.op("Div", g.op("Add", g.op("Mul", i, g.const(2.0)), g.const(0.4 * width)), g.const(1.4 * width))
+    zeta = _xpos_zeta(g, i, width)
     up = g.op("Pow", zeta, g.op("Unsqueeze", g.unsqueeze_last(power), g.const([head_axis], I64)))  # like angle
     cos, sin = g.op("Cos", angle), g.op("Sin", angle)
     if layout == "interleaved":
