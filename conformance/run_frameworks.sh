@@ -31,41 +31,44 @@ lib="--expectations $A/torch_library.toml"
 check ref-numpy -- numpy
 check js-float64 -- "subprocess:node conformance/examples/js/posenc.js"
 check js-float32 -- "subprocess:node conformance/examples/js/posenc.js" --dtype float32
-check torch-distilbert-float32 -- $A/torch_adapter.py:DISTILBERT --expectations $A/distilbert.toml
-check torch-marian-float32 -- $A/torch_adapter.py:MARIAN $lib
-check torch-m2m100-float32 -- $A/torch_adapter.py:M2M100 $lib
+check torch-distilbert-float32 -- $A/transformers_absolute.py:DISTILBERT --expectations $A/distilbert.toml
+check torch-marian-float32 -- $A/transformers_absolute.py:MARIAN $lib
+check torch-m2m100-float32 -- $A/transformers_absolute.py:M2M100 $lib
 for d in float64 float32; do
-  check torch-whisper-$d -- $A/torch_adapter.py:WHISPER --dtype $d $lib
-  check torch-vitmae2d-$d -- $A/torch_adapter.py:VITMAE_2D --dtype $d $lib
+  check torch-whisper-$d -- $A/transformers_absolute.py:WHISPER --dtype $d $lib
+  check torch-vitmae2d-$d -- $A/transformers_absolute.py:VITMAE_2D --dtype $d $lib
 done
-for a in ROPE_INIT:rope-init LONGROPE:longrope LLAMA_ROPE:llama-rope GPTJ_ROPE:gptj-rope QWEN2VL_MROPE:qwen2vl-mrope \
-         T5_BUCKET:t5-bucket \
-         DEBERTA_BUCKET:deberta-bucket BLOOM_ALIBI:bloom-alibi MPT_ALIBI:mpt-alibi \
-         DEBERTA_SCORES:deberta-scores XLNET:xlnet EAGER_ATTENTION:eager-attention; do
-  check "torch-${a#*:}-float32" -- "$A/torch_adapter.py:${a%%:*}" $lib
+for a in transformers_rope:ROPE_INIT:rope-init transformers_rope:LONGROPE:longrope \
+         transformers_rope:LLAMA_ROPE:llama-rope transformers_rope:GPTJ_ROPE:gptj-rope \
+         transformers_rope:QWEN2VL_MROPE:qwen2vl-mrope transformers_relative:T5_BUCKET:t5-bucket \
+         transformers_relative:DEBERTA_BUCKET:deberta-bucket transformers_relative:BLOOM_ALIBI:bloom-alibi \
+         transformers_relative:MPT_ALIBI:mpt-alibi transformers_relative:DEBERTA_SCORES:deberta-scores \
+         transformers_relative:XLNET:xlnet transformers_attention:EAGER_ATTENTION:eager-attention; do
+  module=${a%%:*} rest=${a#*:}
+  check "torch-${rest#*:}-float32" -- "$A/$module.py:${rest%%:*}" $lib
 done
 for d in float64 float32; do
-  check torch-t5-bias-$d -- $A/torch_adapter.py:T5_BIAS --dtype $d $lib
-  check torch-interpolate-$d -- $A/torch_adapter.py:INTERPOLATE --dtype $d $lib
-  check torch-vit-interpolate-$d -- $A/torch_adapter.py:VIT_INTERPOLATE --dtype $d $lib
-  check torch-shaw-w2v-bert-$d -- $A/torch_adapter.py:SHAW_W2V_BERT --dtype $d $lib
+  check torch-t5-bias-$d -- $A/transformers_relative.py:T5_BIAS --dtype $d $lib
+  check torch-interpolate-$d -- $A/torch_functions.py:INTERPOLATE --dtype $d $lib
+  check torch-vit-interpolate-$d -- $A/transformers_absolute.py:VIT_INTERPOLATE --dtype $d $lib
+  check torch-shaw-w2v-bert-$d -- $A/transformers_relative.py:SHAW_W2V_BERT --dtype $d $lib
 done
 for d in float64 float32 float16 bfloat16; do
-  check torch-sdpa-$d -- $A/torch_adapter.py:SDPA --dtype $d $lib
-  check torch-embedding-$d -- $A/torch_adapter.py:EMBEDDING --dtype $d $lib
-  check torch-rel-shift-$d -- $A/torch_adapter.py:REL_SHIFT --dtype $d $lib
-  check torch-layer-$d -- $A/torch_adapter.py:TORCH_LAYER --dtype $d $lib
-  check torch-port-$d -- $A/torch_adapter.py:TORCH --dtype $d
+  check torch-sdpa-$d -- $A/torch_functions.py:SDPA --dtype $d $lib
+  check torch-embedding-$d -- $A/transformers_absolute.py:EMBEDDING --dtype $d $lib
+  check torch-rel-shift-$d -- $A/transformers_relative.py:REL_SHIFT --dtype $d $lib
+  check torch-layer-$d -- $A/torch_functions.py:TORCH_LAYER --dtype $d $lib
+  check torch-port-$d -- $A/torch_port.py:TORCH --dtype $d
 done
-check jax-float64 JAX_ENABLE_X64=1 -- $A/jax_adapter.py:ADAPTER --expectations $A/jax_float64.toml
-check jax-float32 JAX_ENABLE_X64=0 -- $A/jax_adapter.py:ADAPTER --dtype float32
+check jax-float64 JAX_ENABLE_X64=1 -- $A/jax_port.py:ADAPTER --expectations $A/jax_float64.toml
+check jax-float32 JAX_ENABLE_X64=0 -- $A/jax_port.py:ADAPTER --dtype float32
 for d in float16 bfloat16; do
-  check jax-$d JAX_ENABLE_X64=0 -- $A/jax_adapter.py:ADAPTER --dtype $d
+  check jax-$d JAX_ENABLE_X64=0 -- $A/jax_port.py:ADAPTER --dtype $d
 done
 for d in float64 float32; do
-  check onnxruntime-$d -- $A/onnxruntime_adapter.py:ADAPTER --dtype $d
+  check onnxruntime-$d -- $A/onnxruntime_graphs.py:ADAPTER --dtype $d
 done
-check onnxruntime-float16 -- $A/onnxruntime_adapter.py:ADAPTER --dtype float16
+check onnxruntime-float16 -- $A/onnxruntime_graphs.py:ADAPTER --dtype float16
 
 echo "== adapter tests"
 python -m pytest -q -p no:cacheprovider tests/test_adapters_torch.py tests/test_adapters_jax.py \

@@ -14,6 +14,7 @@ import pytest
 from posenc_ref.corpus import Corpus, default_corpus_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance" / "adapters"))
+import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import Rejected  # noqa: E402
 
@@ -24,13 +25,13 @@ VALIDATORS = {
     "resample.weights": checks.resample_weights,
     "resample.table_1d": checks.resample_table_1d,
     "resample.grid_2d": checks.resample_grid_2d,
-    "attention.terms": checks.attention_terms,
-    "attention.pipeline": checks.attention_pipeline,
-    "attention.rope": checks.attention_rope,
-    "attention.alibi": checks.attention_alibi,
-    "attention.t5": checks.attention_t5,
-    "attention.shaw": checks.attention_shaw,
-    "attention.xl": checks.attention_xl,
+    "attention.terms": attention_checks.attention_terms,
+    "attention.pipeline": attention_checks.attention_pipeline,
+    "attention.rope": attention_checks.attention_rope,
+    "attention.alibi": attention_checks.attention_alibi,
+    "attention.t5": attention_checks.attention_t5,
+    "attention.shaw": attention_checks.attention_shaw,
+    "attention.xl": attention_checks.attention_xl,
 }
 CORPUS = Corpus(default_corpus_dir())
 ENTRIES = [e for e in CORPUS.cases if e["op"] in VALIDATORS]
@@ -102,13 +103,13 @@ def test_resample_sizes_follow_the_scale_factor_floor():
 
 def test_attention_plug_ins_resolve_their_positions():
     rope = _case(_entry("attention.rope.own_positions.tq3tk5"))
-    result = checks.attention_rope(rope.params, rope.inputs)
+    result = attention_checks.attention_rope(rope.params, rope.inputs)
     assert result["q_positions"].tolist() == [[7, 9, 20]] and result["layout"] == "half" and result["base"] == 100.0
     xl = _case(_entry("attention.xl.memory.tq4tk8"))
-    result = checks.attention_xl(xl.params, xl.inputs)
+    result = attention_checks.attention_xl(xl.params, xl.inputs)
     assert result["distance"][0].tolist() == [4, 3, 2, 1, 0, -1, -2, -3]
     shaw = _case(_entry("attention.shaw.k2.t6.d8"))
-    assert checks.attention_shaw(shaw.params, shaw.inputs)["index"][0].tolist() == [2, 3, 4, 4, 4, 4]
+    assert attention_checks.attention_shaw(shaw.params, shaw.inputs)["index"][0].tolist() == [2, 3, 4, 4, 4, 4]
 
 
 @pytest.mark.parametrize(("op", "case_id", "change", "category"), [

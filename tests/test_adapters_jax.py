@@ -1,6 +1,8 @@
-"""JAX adapter (conformance/adapters/jax_adapter.py) through the runner; skipped without jax."""
+"""JAX adapter (conformance/adapters/jax_port.py and its jax_*.py modules) through the runner; skipped
+without jax."""
 
 import contextlib
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +15,8 @@ from posenc_ref.runner.adapters import load_adapter  # noqa: E402
 from posenc_ref.runner.engine import run_conformance  # noqa: E402
 from posenc_ref.sinusoidal import sinusoidal_table  # noqa: E402
 
-SPEC = f"{Path(__file__).resolve().parents[1] / 'conformance' / 'adapters' / 'jax_adapter.py'}:ADAPTER"
+ADAPTERS = Path(__file__).resolve().parents[1] / "conformance" / "adapters"
+SPEC = f"{ADAPTERS / 'jax_port.py'}:ADAPTER"
 # A quick selection (every op, the long positions, odd widths, errors); CI runs every case.
 QUICK = ("sinusoidal.table.paper.interleaved.*", "sinusoidal.table.t2t.long_positions.*",
          "sinusoidal.table.odd_width.sin_gets_extra.concat_cos_sin.*", "sinusoidal.table.error.base_zero",
@@ -81,7 +84,6 @@ def test_narrow_dtypes_need_no_entry_for_the_rounding_of_the_inputs(dtype):
     of the rounded x, rounded once to the dtype, passes a case whose terms nearly cancel, and so does the
     port, with no expectation entry left in its files."""
     import ml_dtypes
-
     from posenc_ref.rope import rope_apply
 
     narrow = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
@@ -117,7 +119,7 @@ def test_dot_product_attention_is_the_library_below_float64():
         params = {"scale": None, "causal": True, "alignment": "top_left", "window": None, "fully_masked": "zeros"}
         inputs = {"q": q, "k": q, "v": q, "mask": np.ones((1, 1, 1, 1), bool),
                   "key_padding_mask": np.ones((1, 2), bool), "bias": np.zeros((1, 1, 1, 1))}
-        checked = port.checks.attention(params, inputs)
+        checked = port.attention_checks.attention(params, inputs)
         library, _ = port.attention(checked, jnp.float32, use_library=True)
         own, _ = port.attention(checked, jnp.float32, use_library=False)
     np.testing.assert_allclose(np.asarray(library), np.asarray(own), rtol=0, atol=1e-6)
@@ -236,6 +238,15 @@ def test_a_wrong_port_variant_fails(monkeypatch, name, case, wrong):
     """The corpus catches each convention mistake in the new ports (the real port passes these cases)."""
     port = _port()
     assert not _fails(port, case)
-    monkeypatch.setattr(port, name, wrong(getattr(port, name)))
+    parts = [port, *(sys.modules[part] for part in ("jax_formulas", "jax_library"))]
+    real = next(getattr(part, name) for part in parts if hasattr(part, name))
+    for part in parts:  # wherever the adapter's modules look the function up
+        if hasattr(part, name):
+            monkeypatch.setattr(part, name, wrong(real))
     assert _fails(port, case)
 
+
+def test_the_deprecated_jax_adapter_spelling_loads_the_same_adapter():
+    with x64(False):
+        old, new = load_adapter(f"{ADAPTERS / 'jax_adapter.py'}:ADAPTER"), load_adapter(SPEC)
+    assert (old.name, old.dtype, old.capabilities) == (new.name, new.dtype, new.capabilities)

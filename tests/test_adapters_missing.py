@@ -4,7 +4,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from posenc_ref.cli import main
 from posenc_ref.runner.adapters import AdapterLoadError, load_adapter
 
@@ -12,6 +11,16 @@ ADAPTERS = Path(__file__).resolve().parents[1] / "conformance" / "adapters"
 
 
 @pytest.mark.parametrize(("file", "module", "extra"), [
+    ("torch_port.py:TORCH", "torch", "torch"),
+    ("transformers_absolute.py:WHISPER", "torch", "torch"),
+    ("transformers_rope.py:ROPE_INIT", "torch", "torch"),
+    ("transformers_relative.py:T5_BIAS", "torch", "torch"),
+    ("transformers_attention.py:EAGER_ATTENTION", "torch", "torch"),
+    ("torch_functions.py:SDPA", "torch", "torch"),
+    ("jax_port.py:ADAPTER", "jax", "jax"),
+    ("onnxruntime_graphs.py:ADAPTER", "onnx", "onnx"),
+    ("onnxruntime_graphs.py:ADAPTER", "onnxruntime", "onnx"),
+    # the deprecated spellings (shims for one release)
     ("torch_adapter.py:TORCH", "torch", "torch"),
     ("torch_adapter.py:WHISPER", "torch", "torch"),
     ("jax_adapter.py:ADAPTER", "jax", "jax"),

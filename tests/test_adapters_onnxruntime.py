@@ -1,6 +1,8 @@
-"""ONNX Runtime adapter (conformance/adapters/onnxruntime_adapter.py); skipped without onnx/onnxruntime."""
+"""ONNX Runtime adapter (conformance/adapters/onnxruntime_graphs.py and its onnx_*.py modules); skipped without
+onnx/onnxruntime."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,14 +16,28 @@ from posenc_ref.runner.adapters import load_adapter  # noqa: E402
 from posenc_ref.runner.engine import run_conformance  # noqa: E402
 from posenc_ref.sinusoidal import sinusoidal_table  # noqa: E402
 
-FILE = Path(__file__).resolve().parents[1] / "conformance" / "adapters" / "onnxruntime_adapter.py"
+ADAPTERS = Path(__file__).resolve().parents[1] / "conformance" / "adapters"
+FILE = ADAPTERS / "onnxruntime_graphs.py"
+PARTS = ("onnx_graph", "onnx_primitive", "onnx_operators")  # the graph builder, the primitive graphs, the operators
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("posenc_onnxruntime_adapter", FILE)
+    """The adapter module, loaded from its file; its parts come in as top-level modules (:func:`_part`)."""
+    spec = importlib.util.spec_from_file_location("posenc_onnxruntime_graphs", FILE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _part(name):
+    return sys.modules[name]
+
+
+def _patch(monkeypatch, module, name, value):
+    """Replace ``name`` wherever the adapter's modules look it up (the defining module and its importers)."""
+    for where in (module, *map(_part, PARTS)):
+        if hasattr(where, name):
+            monkeypatch.setattr(where, name, value)
 
 
 NEW_OPS = ("rope.xpos", "rope.mrope_cos_sin", "rope.longrope_inv_freq", "shaw.index", "shaw.logits", "shaw.output",
@@ -85,12 +101,12 @@ def test_rope_and_attention_use_the_real_operators():
     x = np.linspace(-1, 1, 2 * 3 * 2 * 8).reshape(2, 3, 2, 8)
     params = {"base": 100.0, "rotary_dim": 4, "partial": "prefix", "layout": "interleaved", "x_layout": "BTHD",
               "attention_factor": 1.0}
-    g = module._graph("float32")
-    feeds, outs = module.build_rope_apply(g, params, x.astype(np.float32), np.arange(3)[None], 4, 4)
+    g = _part("onnx_graph")._graph("float32")
+    feeds, outs = _part("onnx_operators").build_rope_apply(g, params, x.astype(np.float32), np.arange(3)[None], 4, 4)
     assert [n.op_type for n in g.nodes].count("RotaryEmbedding") == 1
     from posenc_ref.rope import rope_apply
 
-    actual = module._execute(g, feeds, outs, "float32", 23)["y"]
+    actual = _part("onnx_graph")._execute(g, feeds, outs, "float32", 23)["y"]
     np.testing.assert_allclose(actual, rope_apply(x, np.arange(3), **params), rtol=0, atol=1e-6)
 
 
@@ -98,15 +114,16 @@ def test_bfloat16_is_not_offered_and_a_missing_kernel_is_not_applicable(monkeypa
     module = _module()
     with pytest.raises(ValueError, match="not offered"):
         module.OnnxRuntimeAdapter("bfloat16")
-    # A graph onnxruntime has no kernel for (as RotaryEmbedding at float64 will be) is not_applicable.
-    real_run = module._run
+    # A graph onnxruntime has no kernel for (as RotaryEmbedding at float64 is) is not_applicable: the start-up
+    # trial run of a registry case finds it.
+    real_run = module.RUNNERS["grid2d.sincos"]
 
-    def no_double_sin(builder, params, feeds, dtype, *extra):
-        if dtype == "float64" and builder is module.build_grid:
+    def no_double_sin(params, inputs, dtype):
+        if dtype == "float64":
             raise module.ort.capi.onnxruntime_pybind11_state.NotImplemented("Could not find an implementation for Sin")
-        return real_run(builder, params, feeds, dtype, *extra)
+        return real_run(params, inputs, dtype)
 
-    monkeypatch.setattr(module, "_run", no_double_sin)
+    monkeypatch.setitem(module.RUNNERS, "grid2d.sincos", no_double_sin)
     adapter = module.OnnxRuntimeAdapter("float64")
     run = run_conformance(adapter, spec="ort")
     grid = {r.status for r in run.results if r.op == "grid2d.sincos"}
@@ -117,17 +134,19 @@ def test_bfloat16_is_not_offered_and_a_missing_kernel_is_not_applicable(monkeypa
 def test_embedding_pipeline_graph_matches_the_reference():
     """Whole pipeline as one ONNX graph: Gather token rows + sinusoid table + LayerNormalization."""
     module = _module()
-    ort, tp = module.ort, module.TensorProto
+    graph = _part("onnx_graph")
+    ort, tp = module.ort, graph.TensorProto
     rng = np.random.default_rng(3)
     words = rng.normal(size=(30, 16)).astype(np.float32)
     ids = np.array([[4, 8, 15, 16, 23, 29], [0, 1, 2, 3, 4, 5]])
-    g = module.Graph("float32")
+    g = graph.Graph("float32")
     params = {"dim": 16, "base": 10000.0, "ladder": "paper", "layout": "interleaved", "odd_width": "error",
               "scale": 1.0}
     positions = g.op("CumSum", g.op("Mul", g.op("Add", g.op("Mul", "ids", g.const(0, np.int64)), g.const(1, np.int64)),
                                     g.const(1, np.int64)), g.const(1, np.int64))
     positions = g.op("Sub", positions, g.const(1, np.int64))  # 0..T-1 per row, from the ids' shape
-    summed = g.op("Add", g.op("Gather", g.const(words), "ids", axis=0), module._table(g, positions, params))
+    table = _part("onnx_primitive")._table(g, positions, params)
+    summed = g.op("Add", g.op("Gather", g.const(words), "ids", axis=0), table)
     out = g.op("LayerNormalization", summed, g.const(np.ones(16)), g.const(np.zeros(16)), axis=-1, epsilon=1e-12)
     model = g.model([("ids", tp.INT64, 2)], [(out, "embeddings", tp.FLOAT, 3)])
     actual = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
@@ -147,12 +166,12 @@ def test_the_attention_block_and_resample_use_the_real_operators():
     params = {"base": 100.0, "layout": "interleaved", "scale": None, "softmax_multiplier": 1.0, "causal": True,
               "alignment": "bottom_right"}
     inputs = {"q": q, "k": k, "v": v, "q_positions": np.array([7, 8, 9]), "k_positions": np.arange(5, 10)}
-    a = module.checks.attention_rope(params, inputs)
-    g = module._graph("float32")
-    feeds, outs = module.build_attention_scheme(g, "attention.rope", params, a)
+    a = module.attention_checks.attention_rope(params, inputs)
+    g = _part("onnx_graph")._graph("float32")
+    feeds, outs = _part("onnx_operators").build_attention_scheme(g, "attention.rope", params, a)
     kinds = [n.op_type for n in g.nodes]
     assert kinds.count("RotaryEmbedding") == 2 and kinds.count("Attention") == 1
-    actual = module._execute(g, feeds, outs, "float32", 23)
+    actual = _part("onnx_graph")._execute(g, feeds, outs, "float32", 23)
     from posenc_ref.records.attention_positional import attention_rope_case
 
     expected = attention_rope_case(q, k, v, inputs["q_positions"], inputs["k_positions"], **params)
@@ -181,7 +200,8 @@ def test_a_wrong_port_fails(monkeypatch):
     module = _module()
     ops = {"shaw.index", "attention.shaw", "attention.xl", "resample.weights"}
     assert _failing_ops(module, ops) == set()
-    real_index, real_node, real_rows = module._shaw_index, module._attention_node, module._resize_rows
+    primitive, operators = _part("onnx_primitive"), _part("onnx_operators")
+    real_index, real_node, real_rows = primitive._shaw_index, operators._attention_node, operators._resize_rows
 
     def flipped(g, params):
         other = "query_minus_key" if params["sign"] == "key_minus_query" else "key_minus_query"
@@ -193,7 +213,25 @@ def test_a_wrong_port_fails(monkeypatch):
     def replicated(g, x, columns, axis, requested, params):
         return real_rows(g, x, columns, {**axis, "antialias": False}, requested, params)
 
-    monkeypatch.setattr(module, "_shaw_index", flipped)
-    monkeypatch.setattr(module, "_attention_node", unscaled)
-    monkeypatch.setattr(module, "_resize_rows", replicated)
+    _patch(monkeypatch, module, "_shaw_index", flipped)
+    _patch(monkeypatch, module, "_attention_node", unscaled)
+    _patch(monkeypatch, module, "_resize_rows", replicated)
     assert _failing_ops(module, ops) == ops
+
+
+def test_the_deprecated_onnxruntime_adapter_spelling_loads_the_same_adapter():
+    old, new = load_adapter(f"{ADAPTERS / 'onnxruntime_adapter.py'}:ADAPTER"), load_adapter(f"{FILE}:ADAPTER")
+    assert (old.name, old.dtype, old.capabilities, old.refused) == (new.name, new.dtype, new.capabilities, new.refused)
+
+
+def test_every_graph_is_tried_at_start_up_on_a_registry_case():
+    """The start-up probe runs each op's graph on the registry's smallest valid case it can express, so no
+    op goes untried (a missing kernel would otherwise surface as errors instead of not_applicable)."""
+    from posenc_ref.registry import get_op
+
+    module = _module()
+    for op in module.RUNNERS:
+        params, inputs = module._trial_case(op)
+        record = get_op(op)
+        assert any(case.error is None and record.full_params(case.params) == params for case in record.cases), op
+        assert module._unexpressible(op, params) is None, op

@@ -1,4 +1,5 @@
-"""PyTorch adapters (conformance/adapters/torch_adapter.py) through the runner; skipped without torch."""
+"""PyTorch and transformers adapters (conformance/adapters/torch_*.py, transformers_*.py) through the runner;
+skipped without torch."""
 
 import importlib.util
 from pathlib import Path
@@ -10,7 +11,6 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import torch  # noqa: E402
-
 from posenc_ref.learned import learned_lookup  # noqa: E402
 from posenc_ref.registry import OPS  # noqa: E402
 from posenc_ref.runner.adapters import load_adapter  # noqa: E402
@@ -19,7 +19,18 @@ from posenc_ref.runner.expectations import load_expectations  # noqa: E402
 from posenc_ref.sinusoidal import sinusoidal_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-FILE = ROOT / "conformance" / "adapters" / "torch_adapter.py"
+ADAPTERS = ROOT / "conformance" / "adapters"
+MODULES = {  # adapter name -> the module that holds it
+    **dict.fromkeys(("DISTILBERT", "MARIAN", "M2M100", "WHISPER", "VITMAE_2D", "EMBEDDING", "VIT_INTERPOLATE"),
+                    "transformers_absolute"),
+    **dict.fromkeys(("ROPE_INIT", "LONGROPE", "LLAMA_ROPE", "GPTJ_ROPE", "QWEN2VL_MROPE"), "transformers_rope"),
+    **dict.fromkeys(("T5_BUCKET", "T5_BIAS", "DEBERTA_BUCKET", "DEBERTA_SCORES", "BLOOM_ALIBI", "MPT_ALIBI",
+                     "SHAW_W2V_BERT", "REL_SHIFT", "XLNET"), "transformers_relative"),
+    "EAGER_ATTENTION": "transformers_attention",
+    **dict.fromkeys(("SDPA", "INTERPOLATE", "TORCH_LAYER"), "torch_functions"),
+    "TORCH": "torch_port",
+}
+PORT = ADAPTERS / "torch_port.py"
 EXPECTATIONS = load_expectations(str(ROOT / "conformance" / "adapters" / "torch_library.toml"))
 EXPECTATIONS_DISTILBERT = load_expectations(str(ROOT / "conformance" / "adapters" / "distilbert.toml"))
 
@@ -28,8 +39,12 @@ LIBRARY = [("DISTILBERT", "float32"), ("MARIAN", "float32"), ("M2M100", "float32
            ("EMBEDDING", "bfloat16")]
 
 
+def _spec(name):
+    return f"{ADAPTERS / MODULES[name]}.py:{name}"
+
+
 def _adapter(name, dtype):
-    adapter = load_adapter(f"{FILE}:{name}")
+    adapter = load_adapter(_spec(name))
     return adapter if adapter.dtype == dtype else adapter.at_dtype(dtype)
 
 
@@ -102,11 +117,10 @@ def test_sdpa_refuses_what_it_cannot_express():
 
 def test_rope_attention_block_matches_the_reference():
     """Whole pipeline: q/k/v projections, transformers' Llama rotary, SDPA with GQA and causal mask."""
-    from transformers import LlamaConfig
-    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
-
     from posenc_ref.attention import attention
     from posenc_ref.rope import rope_apply
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
     rng = np.random.default_rng(7)
     b, t, width, heads, kv_heads, d = 2, 9, 32, 4, 2, 8
@@ -143,11 +157,11 @@ def test_rope_attention_block_matches_the_reference():
 def test_library_adapters_report_the_dtype_the_library_computes_in():
     # DistilBERT and Marian copy through torch.FloatTensor; M2M100 computes with .float().
     for name in ("DISTILBERT", "MARIAN", "M2M100"):
-        adapter = load_adapter(f"{FILE}:{name}")
+        adapter = load_adapter(_spec(name))
         assert adapter.dtype == "float32"
         with pytest.raises(ValueError, match="computes in float32, not float64"):
             adapter.at_dtype("float64")
-    assert load_adapter(f"{FILE}:WHISPER").at_dtype("float32").dtype == "float32"
+    assert load_adapter(_spec("WHISPER")).at_dtype("float32").dtype == "float32"
 
 
 def test_m2m100_library_deviations_are_what_the_expectations_say():
@@ -187,7 +201,7 @@ NEW_PORT_OPS = {"rope.xpos", "deberta.scores", "shaw.index", "shaw.logits", "sha
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("torch_adapter_under_test", FILE)
+    spec = importlib.util.spec_from_file_location("torch_port_under_test", PORT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -195,11 +209,25 @@ def _module():
 
 def test_every_registered_op_has_a_torch_adapter():
     module = _module()
-    names = [name for name in dir(module) if name.isupper() and callable(getattr(module, name))
-             and name not in ("TORCH_DTYPES",)]
-    covered = set().union(*(getattr(module, name)().capabilities for name in names))
+    covered = set().union(*(load_adapter(_spec(name)).capabilities for name in MODULES))
     assert NEW_PORT_OPS <= set(module.torch_port("float64").capabilities)
     assert covered == {op.name for op in OPS}
+
+
+def test_every_module_lists_the_adapters_it_holds_and_no_other():
+    for module_name in set(MODULES.values()):
+        spec = importlib.util.spec_from_file_location(f"{module_name}_under_test", ADAPTERS / f"{module_name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        held = {name for name in dir(module) if name.isupper() and callable(getattr(module, name))
+                and name not in ("TORCH_DTYPES", "ADAPTER")}
+        assert held == {name for name, where in MODULES.items() if where == module_name}, module_name
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_the_deprecated_torch_adapter_spelling_loads_the_same_adapter(name):
+    old, new = load_adapter(f"{ADAPTERS / 'torch_adapter.py'}:{name}"), load_adapter(_spec(name))
+    assert (old.name, old.dtype, old.capabilities) == (new.name, new.dtype, new.capabilities)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

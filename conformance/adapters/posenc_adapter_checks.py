@@ -1,14 +1,14 @@
-"""Precondition checks of the RoPE-scaling, relative, resampling and attention ops for the framework adapters.
+"""Precondition checks of the RoPE-scaling, relative and resampling ops for the framework adapters.
 
 NumPy only and independent of posenc_ref, like :mod:`posenc_adapter_shared`: the framework
 kernels do not validate (they broadcast, wrap or return NaN), so these are the wrapper a user
 of the framework would write. Each raises :class:`~posenc_adapter_shared.Rejected` with the
 corpus's error category. Shape letters: ``B`` batch, ``H`` heads, ``T`` positions, ``D`` head dim.
 
-The validators of the relative, resampling and plug-in attention ops (``longrope`` to
-``attention_xl``) return a dict of the checked arrays (float64, positions int64) and the
-resolved parameters the port reads, described in each docstring; the attention plug-ins extend
-the dict of :func:`attention` (through :func:`plain_attention`).
+The validators of the relative and resampling ops (``longrope`` to ``resample_grid_2d``) return
+a dict of the checked arrays (float64, positions int64) and the resolved parameters the port
+reads, described in each docstring. The attention ops' checks are in
+:mod:`posenc_adapter_attention_checks`.
 """
 
 from __future__ import annotations
@@ -17,32 +17,25 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from posenc_adapter_shared import Rejected, base_value, choice, integer, positions
 
-
-def _invalid(message: str) -> Rejected:
-    return Rejected("invalid_argument", message)
-
-
-def _shape(message: str) -> Rejected:
-    return Rejected("invalid_shape", message)
+from posenc_adapter_shared import base_value, choice, integer, invalid, invalid_shape, positions
 
 
 def positive(name: str, value: Any) -> float:
     number = float(value)
     if not np.isfinite(number) or number <= 0:
-        raise _invalid(f"{name} must be finite and > 0, got {value!r}")
+        raise invalid(f"{name} must be finite and > 0, got {value!r}")
     return number
 
 
 def finite_array(name: str, value: Any, ndim: int | None = None) -> np.ndarray:
     array = np.asarray(value, dtype=np.float64)
     if ndim is not None and array.ndim != ndim:
-        raise _shape(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+        raise invalid_shape(f"{name} must have {ndim} dimensions, got shape {array.shape}")
     if array.size == 0:
-        raise _shape(f"{name} must not be empty, got shape {array.shape}")
+        raise invalid_shape(f"{name} must not be empty, got shape {array.shape}")
     if not np.all(np.isfinite(array)):
-        raise _invalid(f"{name} must be finite")
+        raise invalid(f"{name} must be finite")
     return array
 
 
@@ -51,7 +44,7 @@ def query_key(inputs: Mapping[str, np.ndarray], q_name: str = "query_positions",
     """(..., Tq) and (..., Tk) positions >= 0 with equal leading shapes."""
     q, k = positions(q_name, inputs[q_name]), positions(k_name, inputs[k_name])
     if q.ndim == 0 or k.ndim == 0 or q.shape[:-1] != k.shape[:-1]:
-        raise _shape(f"{q_name} and {k_name} must share their leading shape, got {q.shape} and {k.shape}")
+        raise invalid_shape(f"{q_name} and {k_name} must share their leading shape, got {q.shape} and {k.shape}")
     return q, k
 
 
@@ -69,10 +62,10 @@ def rotary(params: Mapping[str, Any], head_dim: int) -> tuple[int, int]:
     positive("attention_factor", params["attention_factor"])
     rotary_dim = params["rotary_dim"]
     if head_dim % 2 and (partial == "proportional" or rotary_dim is None):
-        raise _invalid(f"the head dim must be even to rotate it whole, got {head_dim}")
+        raise invalid(f"the head dim must be even to rotate it whole, got {head_dim}")
     rd = head_dim if rotary_dim is None else integer("rotary_dim", rotary_dim, 2)
     if rd % 2 or rd > head_dim:
-        raise _invalid(f"rotary_dim must be even and <= the head dim {head_dim}, got {rd}")
+        raise invalid(f"rotary_dim must be even and <= the head dim {head_dim}, got {rd}")
     return (rd if partial == "prefix" else head_dim), rd
 
 
@@ -81,7 +74,7 @@ def rope_positions(name: str, value: Any, x: np.ndarray, x_layout: str) -> np.nd
     t = x.shape[2 if x_layout == "BHTD" else 1]
     pos = positions(name, value)
     if pos.ndim not in (1, 2) or pos.shape[-1] != t or (pos.ndim == 2 and pos.shape[0] not in (1, x.shape[0])):
-        raise _shape(f"{name} must have shape (T,) or (B, T) with T={t}, got {pos.shape}")
+        raise invalid_shape(f"{name} must have shape (T,) or (B, T) with T={t}, got {pos.shape}")
     return pos.reshape(-1, t)
 
 
@@ -102,7 +95,7 @@ def rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> 
     q, k = finite_array("q", inputs["q"], ndim=4), finite_array("k", inputs["k"], ndim=4)
     h_axis = 1 if x_layout == "BHTD" else 2
     if q.shape[0] != k.shape[0] or q.shape[h_axis] != k.shape[h_axis] or q.shape[-1] != k.shape[-1]:
-        raise _shape(f"q and k must agree on B, H and D, got {q.shape} and {k.shape}")
+        raise invalid_shape(f"q and k must agree on B, H and D, got {q.shape} and {k.shape}")
     space, _ = rotary(params, q.shape[-1])
     if params["xpos_scale_base"] is not None:
         positive("xpos_scale_base", params["xpos_scale_base"])
@@ -135,9 +128,9 @@ def t5(params: Mapping[str, Any]) -> tuple[int, int, int, str]:
     limit = integer("max_distance", params["max_distance"], 1)
     side = buckets // 2 if direction == "bidirectional" else buckets
     if side < 2:
-        raise _invalid(f"num_buckets={buckets} leaves no log region under direction={direction!r}")
+        raise invalid(f"num_buckets={buckets} leaves no log region under direction={direction!r}")
     if limit <= side // 2:
-        raise _invalid(f"max_distance must be > {side // 2}, got {limit}")
+        raise invalid(f"max_distance must be > {side // 2}, got {limit}")
     return buckets, limit, side, direction
 
 
@@ -147,7 +140,7 @@ def t5_table(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], bucket
     table = finite_array("table", inputs["table"], ndim=2)
     per_bucket = table if layout == "buckets_heads" else table.T
     if per_bucket.shape[0] != buckets:
-        raise _shape(f"table has {per_bucket.shape[0]} bucket rows, num_buckets={buckets}")
+        raise invalid_shape(f"table has {per_bucket.shape[0]} bucket rows, num_buckets={buckets}")
     return per_bucket
 
 
@@ -157,7 +150,7 @@ def deberta(params: Mapping[str, Any]) -> tuple[int, int, str]:
     buckets = integer("position_buckets", params["position_buckets"], 4)
     limit = integer("max_relative_positions", params["max_relative_positions"], 1)
     if limit - 1 <= buckets // 2:
-        raise _invalid(f"max_relative_positions - 1 must be > {buckets // 2}, got {limit}")
+        raise invalid(f"max_relative_positions - 1 must be > {buckets // 2}, got {limit}")
     return buckets, limit, clamp
 
 
@@ -165,72 +158,12 @@ def relative(name: str, value: Any) -> np.ndarray:
     return positions(name, value, nonnegative=False)
 
 
-def attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention``: checked arrays, the resolved keep mask (B|1, H|1, Tq, Tk) with and without
-    (``keep_nc``) the causal part, the additive part, the scale and the fully masked rows."""
-    q, k, v = (finite_array(n, inputs[n], ndim=4) for n in ("q", "k", "v"))
-    b, h, tq, d = q.shape
-    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d or h % k.shape[1]:
-        raise _shape(f"k and v must be (B, Hkv, Tk, D) with H % Hkv == 0, got q {q.shape}, k {k.shape}, v {v.shape}")
-    tk = k.shape[2]
-    alignment = choice("alignment", params["alignment"], ("top_left", "bottom_right"))
-    choice("fully_masked", params["fully_masked"], ("zeros", "nan", "uniform", "error"))
-    if not isinstance(params["causal"], (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {params['causal']!r}")
-    window = None if params["window"] is None else integer("window", params["window"], 1)
-    scale = 1.0 / np.sqrt(d) if params["scale"] is None else float(params["scale"])
-    if not np.isfinite(scale):
-        raise _invalid(f"scale must be finite, got {params['scale']!r}")
-    multiplier = float(params.get("softmax_multiplier", 1.0))  # DeepSeek's YaRN factor (1 elsewhere)
-    if not (np.isfinite(multiplier) and multiplier > 0):
-        raise _invalid(f"softmax_multiplier must be a finite number > 0, got {multiplier!r}")
-    scale *= multiplier
-    target = (b, h, tq, tk)
-
-    def fits(name: str, array: np.ndarray) -> None:
-        if array.ndim > 4 or any(a not in (1, t) for a, t in zip(array.shape[::-1], target[::-1])):
-            raise _shape(f"{name} must broadcast to {target}, got {array.shape}")
-
-    mask = np.asarray(inputs["mask"])
-    fits("mask", mask)
-    padding = np.asarray(inputs["key_padding_mask"])
-    if padding.dtype.kind != "b":
-        raise TypeError(f"key_padding_mask must be boolean, got {padding.dtype}")
-    if padding.ndim != 2 or padding.shape[1] != tk or padding.shape[0] not in (1, b):
-        raise _shape(f"key_padding_mask must have shape ({b}, {tk}), got {padding.shape}")
-    bias = finite_array("bias", inputs["bias"])
-    fits("bias", bias)
-    i = np.arange(tq)[:, None] + (tk - tq if alignment == "bottom_right" else 0)
-    j = np.arange(tk)[None, :]
-    keep = np.ones((tq, tk), dtype=bool)
-    if window is not None:
-        keep &= (i - j) < window
-        if not params["causal"]:
-            keep &= (j - i) < window
-    keep_nc = keep[None, None] & padding[:, None, None, :]  # without the causal mask
-    keep = keep_nc & (j <= i) if params["causal"] else keep_nc
-    additive = np.zeros((1, 1, 1, 1))
-    if mask.dtype == np.bool_:
-        keep, keep_nc = keep & mask, keep_nc & mask
-    else:
-        additive = np.asarray(mask, dtype=np.float64)
-        if np.isnan(additive).any() or np.isposinf(additive).any():
-            raise _invalid("an additive mask must hold finite values or -inf")
-        keep, keep_nc = keep & ~np.isneginf(additive), keep_nc & ~np.isneginf(additive)
-        additive = np.where(np.isneginf(additive), 0.0, additive)
-    empty = ~np.broadcast_to(keep, target).any(axis=-1)
-    if params["fully_masked"] == "error" and empty.any():
-        raise _invalid(f"query row {tuple(int(x) for x in np.argwhere(empty)[0])} has every key masked")
-    return {"q": q, "k": k, "v": v, "keep": keep, "keep_nc": keep_nc, "additive": additive, "bias": bias,
-            "scale": scale, "empty": empty, "policy": params["fully_masked"], "groups": h // k.shape[1]}
-
-
 INV_FREQ_TYPES = ("default", "linear", "ntk_aware", "dynamic", "yarn", "llama3", "proportional")
 
 
 def _needed(params: Mapping[str, Any], name: str) -> Any:
     if params[name] is None:
-        raise _invalid(f"rope_type={params['rope_type']!r} needs {name}")
+        raise invalid(f"rope_type={params['rope_type']!r} needs {name}")
     return params[name]
 
 
@@ -241,7 +174,7 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
     kind = choice("rope_type", params["rope_type"], INV_FREQ_TYPES)
     dim = integer("dim", params["dim"], 4 if kind in ("dynamic", "ntk_aware") else 2)
     if dim % 2:
-        raise _invalid(f"dim must be even, got {dim}")
+        raise invalid(f"dim must be even, got {dim}")
     base = base_value(params["base"])
     choice("dynamic_convention", params["dynamic_convention"], ("transformers", "vllm_static"))
     yarn_convention = choice("yarn_convention", params["yarn_convention"], ("transformers", "vllm_deepseek"))
@@ -249,12 +182,12 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
     if kind not in ("default", "proportional") or params["factor"] is not None:
         s = positive("factor", _needed(params, "factor"))
         if s < 1.0:
-            raise _invalid(f"factor must be >= 1 for rope_type={kind!r}, got {s}")
+            raise invalid(f"factor must be >= 1 for rope_type={kind!r}, got {s}")
     out: dict[str, Any] = {"type": kind, "dim": dim, "base": base, "s": s, "a": 1.0, "softmax": 1.0}
     if kind == "proportional":
         rho = positive("partial_rotary_factor", params["partial_rotary_factor"])
         if rho > 1.0:
-            raise _invalid(f"partial_rotary_factor must be <= 1, got {rho}")
+            raise invalid(f"partial_rotary_factor must be <= 1, got {rho}")
         out["turning"] = int(rho * dim // 2)
     elif kind == "ntk_aware":
         out["base"] = base * s ** (dim / (dim - 2))
@@ -265,19 +198,19 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
             length = max(length, trained)
         bracket = s * length / trained - (s - 1.0)
         if bracket <= 0:
-            raise _invalid(f"the dynamic NTK bracket must be > 0, got {bracket}")
+            raise invalid(f"the dynamic NTK bracket must be > 0, got {bracket}")
         out["base"] = base * bracket ** (dim / (dim - 2))
     elif kind == "llama3":
         out["original"] = integer("original_max_position", _needed(params, "original_max_position"), 1)
         low = positive("low_freq_factor", _needed(params, "low_freq_factor"))
         high = positive("high_freq_factor", _needed(params, "high_freq_factor"))
         if low >= high:
-            raise _invalid(f"low_freq_factor must be < high_freq_factor, got {low} >= {high}")
+            raise invalid(f"low_freq_factor must be < high_freq_factor, got {low} >= {high}")
         out["low"], out["high"] = low, high
     elif kind == "yarn":
         original = integer("original_max_position", _needed(params, "original_max_position"), 1)
         if base <= 1.0:
-            raise _invalid(f"base must be > 1 for yarn, got {base}")
+            raise invalid(f"base must be > 1 for yarn, got {base}")
 
         def mscale(m: float = 1.0) -> float:
             return 1.0 if s <= 1.0 else 0.1 * m * np.log(s) + 1.0
@@ -310,9 +243,9 @@ def attention_mask(inputs: Mapping[str, np.ndarray]) -> np.ndarray:
     """``alibi.mask_positions``: a (B, T) mask of 0 and 1 as int64."""
     mask = positions("attention_mask", inputs["attention_mask"])
     if mask.ndim != 2:
-        raise _shape(f"attention_mask must have shape (B, T), got {mask.shape}")
+        raise invalid_shape(f"attention_mask must have shape (B, T), got {mask.shape}")
     if mask.max() > 1:
-        raise _invalid(f"attention_mask must hold 0 or 1, got {int(mask.max())}")
+        raise invalid(f"attention_mask must hold 0 or 1, got {int(mask.max())}")
     return mask
 
 
@@ -325,9 +258,9 @@ def xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[n
     base_value(params["base"])
     q, k = finite_array("q", inputs["q"], ndim=4), finite_array("k", inputs["k"], ndim=4)
     if q.shape != k.shape:
-        raise _shape(f"q and k must have the same shape, got {q.shape} and {k.shape}")
+        raise invalid_shape(f"q and k must have the same shape, got {q.shape} and {k.shape}")
     if q.shape[-1] % 2:
-        raise _invalid(f"the head dim must be even, got {q.shape[-1]}")
+        raise invalid(f"the head dim must be even, got {q.shape[-1]}")
     return q, k, rope_positions("positions", inputs["positions"], q, x_layout)
 
 
@@ -335,16 +268,16 @@ def mrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[
     """``rope.mrope_cos_sin``: positions (3, ...) and each pair's stream (P,) (0 = T, 1 = H, 2 = W)."""
     dim = integer("dim", params["dim"], 2)
     if dim % 2:
-        raise _invalid(f"dim must be even, got {dim}")
+        raise invalid(f"dim must be even, got {dim}")
     layout = choice("mrope_layout", params["mrope_layout"], ("chunked", "interleaved"))
     choice("width", params["width"], ("half", "full"))
     base_value(params["base"])
     section = positions("mrope_section", inputs["mrope_section"])
     if section.shape != (3,) or int(section.sum()) != dim // 2:
-        raise _invalid(f"mrope_section must be three counts summing to dim/2 = {dim // 2}, got {section.tolist()}")
+        raise invalid(f"mrope_section must be three counts summing to dim/2 = {dim // 2}, got {section.tolist()}")
     pos = positions("positions", inputs["positions"])
     if pos.ndim < 1 or pos.shape[0] != 3:
-        raise _shape(f"positions must have three streams on axis 0, got shape {pos.shape}")
+        raise invalid_shape(f"positions must have three streams on axis 0, got shape {pos.shape}")
     i = np.arange(dim // 2)
     if layout == "chunked":  # the first s0 pairs read T, the next s1 read H, the rest W
         stream = np.searchsorted(np.cumsum(section), i, side="right")
@@ -362,14 +295,14 @@ def deberta_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
     qp = positions("query_positions", inputs["query_positions"])
     kp = positions("key_positions", inputs["key_positions"])
     if qp.ndim != 1 or kp.ndim != 1:
-        raise _shape(f"query_positions and key_positions must be 1-D, got {qp.shape} and {kp.shape}")
+        raise invalid_shape(f"query_positions and key_positions must be 1-D, got {qp.shape} and {kp.shape}")
     arrays = {n: finite_array(n, inputs[n], ndim=3) for n in ("q", "k", "pos_key", "pos_query")}
     heads, _, dim = arrays["q"].shape
     wanted = {"q": (heads, qp.size, dim), "k": (heads, kp.size, dim), "pos_key": (heads, 2 * buckets, dim),
               "pos_query": (heads, 2 * buckets, dim)}
     for name, shape in wanted.items():
         if arrays[name].shape != shape:
-            raise _shape(f"{name} must have shape {shape}, got {arrays[name].shape}")
+            raise invalid_shape(f"{name} must have shape {shape}, got {arrays[name].shape}")
     return {**arrays, "qp": qp, "kp": kp, "terms": terms, "buckets": buckets, "limit": limit, "clamp": clamp}
 
 
@@ -380,9 +313,9 @@ def shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], op: str) -
     sign = choice("sign", params["sign"], ("key_minus_query", "query_minus_key"))
     qp, kp = positions("q_positions", inputs["q_positions"]), positions("k_positions", inputs["k_positions"])
     if qp.ndim != 1 or kp.ndim != 1:
-        raise _shape(f"q_positions and k_positions must be 1-D, got {qp.shape} and {kp.shape}")
+        raise invalid_shape(f"q_positions and k_positions must be 1-D, got {qp.shape} and {kp.shape}")
     if not np.isin(qp, kp).all():
-        raise _invalid("every query position must be a key position (cross-attention is not defined)")
+        raise invalid("every query position must be a key position (cross-attention is not defined)")
     distance = kp[None, :] - qp[:, None]
     index = np.clip(-distance if sign == "query_minus_key" else distance, -k, k) + k
     out: dict[str, Any] = {"index": index, "rows": 2 * k + 1}
@@ -391,19 +324,17 @@ def shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], op: str) -
         q, kk = finite_array("q", inputs["q"], ndim=2), finite_array("k", inputs["k"], ndim=2)
         table = finite_array("rel_keys", inputs["rel_keys"], ndim=2)
         if q.shape[0] != tq or kk.shape[0] != tk or kk.shape[1] != q.shape[1] or table.shape != (2 * k + 1, q.shape[1]):
-            raise _shape(f"q {q.shape}, k {kk.shape}, rel_keys {table.shape} do not fit Tq={tq}, Tk={tk}, K={k}")
+            raise invalid_shape(f"q {q.shape}, k {kk.shape}, rel_keys {table.shape} do not fit Tq={tq}, Tk={tk}, K={k}")
         out.update(q=q, k=kk, table=table)
     elif op == "shaw.output":
         alpha = finite_array("weights", inputs["weights"], ndim=2)
         v, table = finite_array("v", inputs["v"], ndim=2), finite_array("rel_values", inputs["rel_values"], ndim=2)
         if alpha.shape != (tq, tk) or v.shape[0] != tk or table.shape != (2 * k + 1, v.shape[1]):
-            raise _shape(f"weights {alpha.shape}, v {v.shape}, rel_values {table.shape} do not fit "
+            raise invalid_shape(f"weights {alpha.shape}, v {v.shape}, rel_values {table.shape} do not fit "
                          f"Tq={tq}, Tk={tk}, K={k}")
         out.update(weights=alpha, v=v, table=table)
     return out
 
-
-# --- the ops the framework adapters port next ------------------------------------------------
 
 LONGROPE_CONVENTIONS = ("transformers", "vllm")
 
@@ -420,7 +351,7 @@ def longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dic
     convention = choice("longrope_convention", params["longrope_convention"], LONGROPE_CONVENTIONS)
     dim = integer("dim", params["dim"], 2)
     if dim % 2:
-        raise _invalid(f"dim must be even, got {dim}")
+        raise invalid(f"dim must be even, got {dim}")
     base = base_value(params["base"])
     s = positive("factor", _needed({**params, "rope_type": "longrope"}, "factor"))
     original = integer("original_max_position", params["original_max_position"], 1)
@@ -429,13 +360,13 @@ def longrope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dic
     name = "long_factor" if long else "short_factor"
     factors = finite_array(name, inputs[name], ndim=1)
     if factors.shape != (dim // 2,):
-        raise _invalid(f"{name} must have length dim/2 = {dim // 2}, got length {factors.shape[0]}")
+        raise invalid(f"{name} must have length dim/2 = {dim // 2}, got length {factors.shape[0]}")
     if (factors <= 0).any():
-        raise _invalid(f"{name} must be > 0, got {float(factors.min())!r}")
+        raise invalid(f"{name} must be > 0, got {float(factors.min())!r}")
     with np.errstate(over="ignore", divide="ignore", under="ignore"):  # the smallest factor * base ** (2i / d)
         low = factors.min() * min(1.0, np.float64(base) ** ((dim - 2) / dim))
         if not np.isfinite(1.0 / low):
-            raise _invalid(f"base={base} and {name} overflow float64 in the inverse frequencies")
+            raise invalid(f"base={base} and {name} overflow float64 in the inverse frequencies")
     explicit = params["attention_factor"]
     if convention == "transformers" and explicit is not None:
         a = positive("attention_factor", explicit)
@@ -451,18 +382,18 @@ def _self_positions(inputs: Mapping[str, np.ndarray], q_name: str = "q_positions
     qp, kp = positions(q_name, inputs[q_name]), positions(k_name, inputs[k_name])
     for name, pos in ((q_name, qp), (k_name, kp)):
         if pos.ndim != 1:
-            raise _shape(f"{name} must be 1-D, got shape {pos.shape}")
+            raise invalid_shape(f"{name} must be 1-D, got shape {pos.shape}")
     outside = ~np.isin(qp, kp)
     if outside.any():
         where = int(np.argmax(outside))
-        raise _invalid(f"query position {int(qp[where])} ({q_name}[{where}]) is not among the key positions "
+        raise invalid(f"query position {int(qp[where])} ({q_name}[{where}]) is not among the key positions "
                        "(cross-attention is not defined)")
     return qp, kp
 
 
 def _sinusoid_width(name: str, width: int) -> int:
     if width < 2 or width % 2:
-        raise _invalid(f"the sinusoid width D_r of {name} must be even and >= 2, got {width}")
+        raise invalid(f"the sinusoid width D_r of {name} must be even and >= 2, got {width}")
     return width
 
 
@@ -482,12 +413,12 @@ def xl_score(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dic
     dim = q.shape[1]
     for name, array, want in (("q", q, (qp.size, dim)), ("k", k, (kp.size, dim)), ("w_r", w_r, (w_r.shape[0], dim))):
         if array.shape != want:
-            raise _shape(f"{name} must have shape {want} (positions and the width of q), got {array.shape}")
+            raise invalid_shape(f"{name} must have shape {want} (positions and the width of q), got {array.shape}")
     biases = {}
     for name in ("u", "v"):
         biases[name] = finite_array(name, inputs[name], ndim=1)
         if biases[name].shape != (dim,):
-            raise _shape(f"{name} must have shape ({dim},), got {biases[name].shape}")
+            raise invalid_shape(f"{name} must have shape ({dim},), got {biases[name].shape}")
     _sinusoid_width("w_r", w_r.shape[0])
     base = base_value(params["base"])
     distance = qp[:, None] - kp[None, :]
@@ -509,11 +440,11 @@ def rel_shift(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> di
     tq, rows = x.shape
     k_len = integer("k_len", params["k_len"], 1)
     if k_len < tq:
-        raise _invalid(f"k_len must be >= Tq = {tq} (memory length k_len - Tq >= 0), got {k_len}")
+        raise invalid(f"k_len must be >= Tq = {tq} (memory length k_len - Tq >= 0), got {k_len}")
     if variant == "transformer_xl" and rows != k_len:
-        raise _shape(f"the transformer_xl shift takes R = k_len = {k_len} rows, got x of shape {x.shape}")
+        raise invalid_shape(f"the transformer_xl shift takes R = k_len = {k_len} rows, got x of shape {x.shape}")
     if variant == "xlnet" and rows < k_len + 1:
-        raise _shape(f"the xlnet shift takes R >= k_len + 1 = {k_len + 1} rows, got x of shape {x.shape}")
+        raise invalid_shape(f"the xlnet shift takes R >= k_len + 1 = {k_len + 1} rows, got x of shape {x.shape}")
     return {"variant": variant, "x": x, "k_len": k_len, "tq": tq, "rows": rows}
 
 
@@ -531,28 +462,28 @@ def resample_axis(params: Mapping[str, Any], in_size: Any, new_size: Any, name: 
     n = integer("in_size", in_size, 1)
     new = integer(name, new_size)
     if new < 1:
-        raise _invalid(f"{name} must be >= 1 (resampling to an empty table), got {new}")
+        raise invalid(f"{name} must be >= 1 (resampling to an empty table), got {new}")
     kernel = choice("kernel", params["kernel"], RESAMPLE_KERNELS)
     a = float(params["cubic_a"])
     if not np.isfinite(a):
-        raise _invalid(f"cubic_a must be finite, got {params['cubic_a']!r}")
+        raise invalid(f"cubic_a must be finite, got {params['cubic_a']!r}")
     antialias = choice("antialias", params["antialias"], ("off", "on")) == "on"
     align = choice("coordinates", params["coordinates"], ("half_pixel", "align_corners")) == "align_corners"
     by_size = choice("size_from", params["size_from"], ("size", "scale_factor")) == "size"
     offset = float(params["scale_offset"])
     if not np.isfinite(offset) or offset < 0:
-        raise _invalid(f"scale_offset must be finite and >= 0, got {params['scale_offset']!r}")
+        raise invalid(f"scale_offset must be finite and >= 0, got {params['scale_offset']!r}")
     if antialias and align:
-        raise _invalid("antialias='on' is defined for coordinates='half_pixel' only, got coordinates='align_corners'")
+        raise invalid("antialias='on' is defined for coordinates='half_pixel' only, got coordinates='align_corners'")
     if by_size:
         if offset:
-            raise _invalid(f"scale_offset applies under size_from='scale_factor' only, got {offset!r}")
+            raise invalid(f"scale_offset applies under size_from='scale_factor' only, got {offset!r}")
         m, scale = new, n / new
     else:
         factor = (new + offset) / n
         m = int(np.floor(float(n) * factor))
         if m < 1:
-            raise _invalid(f"scale factor {factor!r} gives an output size < 1 for in_size={n}")
+            raise invalid(f"scale factor {factor!r} gives an output size < 1 for in_size={n}")
         scale = 1.0 / factor
     if align:
         scale = (n - 1) / (m - 1) if m > 1 else 0.0
@@ -571,7 +502,7 @@ def resample_table_1d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray
     table = finite_array("table", inputs["table"], ndim=2)
     prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
     if table.shape[0] <= prefix:
-        raise _shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens = {prefix} prefix rows "
+        raise invalid_shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens = {prefix} prefix rows "
                      "and at least one more")
     axis = resample_axis(params, table.shape[0] - prefix, params["new_length"], "new_length")
     return {"prefix": table[:prefix], "rows": table[prefix:], "axis": axis}
@@ -586,190 +517,8 @@ def resample_grid_2d(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]
     table = finite_array("table", inputs["table"], ndim=2)
     prefix = integer("num_prefix_tokens", params["num_prefix_tokens"], 0)
     if table.shape[0] != prefix + height * width:
-        raise _shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens + grid_height * grid_width = "
+        raise invalid_shape(f"table has {table.shape[0]} rows, expected num_prefix_tokens + grid_height * grid_width = "
                      f"{prefix} + {height} x {width} = {prefix + height * width}")
     return {"prefix": table[:prefix], "grid": table[prefix:].reshape(height, width, -1),
             "height": resample_axis(params, height, params["new_height"], "new_height"),
             "width": resample_axis(params, width, params["new_width"], "new_width")}
-
-
-def plain_attention(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """:func:`attention` of q, k, v under ``scale``, ``softmax_multiplier`` (1 when absent),
-    ``causal`` and ``alignment``: no mask, padding, window or bias (``bias`` and ``additive`` are
-    zeros (1, 1, 1, 1); the positional op supplies its own), fully masked rows give zeros."""
-    k_shape = np.shape(inputs["k"])
-    tk = k_shape[2] if len(k_shape) == 4 else 1
-    full = {"scale": params["scale"], "softmax_multiplier": params.get("softmax_multiplier", 1.0),
-            "causal": params["causal"], "alignment": params["alignment"], "window": None, "fully_masked": "zeros"}
-    return attention(full, {"q": inputs["q"], "k": inputs["k"], "v": inputs["v"],
-                            "mask": np.ones((1, 1, 1, 1), dtype=bool),
-                            "key_padding_mask": np.ones((1, tk), dtype=bool), "bias": np.zeros((1, 1, 1, 1))})
-
-
-def _broadcasts(name: str, shape: tuple[int, ...], target: tuple[int, ...]) -> None:
-    if len(shape) > len(target) or any(a not in (1, t) for a, t in zip(shape[::-1], target[::-1])):
-        raise _shape(f"{name} must broadcast to {target}, got shape {shape}")
-
-
-def attention_terms(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention.terms``: :func:`plain_attention` plus ``"term"`` (broadcastable to (B, H, Tq, Tk),
-    added to q . k *before* the scale) and ``"value_term"`` (broadcastable to (B, H, Tq, Tk, D),
-    added to v under the weights), both float64."""
-    a = plain_attention(params, inputs)
-    b, h, tq, d = a["q"].shape
-    tk = a["k"].shape[2]
-    term = finite_array("term", inputs["term"])
-    value_term = finite_array("value_term", inputs["value_term"])
-    _broadcasts("term", term.shape, (b, h, tq, tk))
-    _broadcasts("value_term", value_term.shape, (b, h, tq, tk, d))
-    return {**a, "term": term, "value_term": value_term}
-
-
-PE_PLACEMENTS = ("input", "after_block")
-
-
-def attention_pipeline(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention.pipeline``: one layer ``(E[tokens] + pe) W -> attention -> W_O`` (or pe added
-    after W_O under ``pe_placement="after_block"``).
-
-    Returns ``{"tokens": (B, T) int64 < N, "embedding": (N, d), "pe": (T, d) or (B, T, d), "w_q":
-    (d, H*D), "w_k", "w_v": (d, Hkv*D), "w_o": (H*D, d) float64, "heads": H, "kv_heads": Hkv,
-    "head_dim": D, "groups": H // Hkv, "scale": 1/sqrt(D), "causal": bool, "keep": (T, T) bool
-    (lower triangle when causal, else all True), "placement": "input" | "after_block"}``. Heads
-    split as (B, T, H, D) -> (B, H, T, D); query head h reads kv head h // groups.
-    """
-    placement = choice("pe_placement", params["pe_placement"], PE_PLACEMENTS)
-    heads = integer("num_heads", params["num_heads"], 1)
-    kv_heads = heads if params["num_kv_heads"] is None else integer("num_kv_heads", params["num_kv_heads"], 1)
-    tokens = positions("tokens", inputs["tokens"])
-    embedding = finite_array("embedding", inputs["embedding"], ndim=2)
-    width = embedding.shape[1]
-    if tokens.ndim != 2:
-        raise _shape(f"tokens must have shape (B, T), got {tokens.shape}")
-    if tokens.max() >= embedding.shape[0]:
-        raise Rejected("out_of_range", f"token id {int(tokens.max())} is beyond the {embedding.shape[0]}-row embedding")
-    b, t = tokens.shape
-    pe = finite_array("pe", inputs["pe"])
-    if pe.shape not in ((t, width), (b, t, width)):
-        raise _shape(f"pe must have shape ({t}, {width}) or ({b}, {t}, {width}), got {pe.shape}")
-    w = {name: finite_array(name, inputs[name], ndim=2) for name in ("w_q", "w_k", "w_v", "w_o")}
-    if w["w_q"].shape[0] != width or w["w_q"].shape[1] % heads:
-        raise _shape(f"w_q must have shape ({width}, H*D) with H={heads}, got {w['w_q'].shape}")
-    head_dim = w["w_q"].shape[1] // heads
-    for name in ("w_k", "w_v"):
-        if w[name].shape != (width, kv_heads * head_dim):
-            raise _shape(f"{name} must have shape ({width}, {kv_heads * head_dim}), got {w[name].shape}")
-    if w["w_o"].shape != (heads * head_dim, width):
-        raise _shape(f"w_o must have shape ({heads * head_dim}, {width}), got {w['w_o'].shape}")
-    if heads % kv_heads:
-        raise _shape(f"num_heads must be a multiple of num_kv_heads, got {heads} and {kv_heads}")
-    causal = params["causal"]
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
-    keep = np.tril(np.ones((t, t), dtype=bool)) if causal else np.ones((t, t), dtype=bool)
-    return {"tokens": tokens, "embedding": embedding, "pe": pe, **w, "heads": heads, "kv_heads": kv_heads,
-            "head_dim": head_dim, "groups": heads // kv_heads, "scale": 1.0 / np.sqrt(head_dim),
-            "causal": bool(causal), "keep": keep, "placement": placement}
-
-
-def _attention_positions(name: str, value: Any, batch: int, length: int) -> np.ndarray:
-    """Positions (length,) or (1 | batch, length) as int64 (B|1, T)."""
-    pos = positions(name, value)
-    if pos.ndim not in (1, 2) or pos.shape[-1] != length or (pos.ndim == 2 and pos.shape[0] not in (1, batch)):
-        raise _shape(f"{name} must have shape ({length},) or ({batch}, {length}), got {pos.shape}")
-    return pos.reshape(-1, length)
-
-
-def attention_rope(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention.rope``: :func:`plain_attention` plus ``"q_positions"`` (B|1, Tq) and
-    ``"k_positions"`` (B|1, Tk) int64, ``"base"`` and ``"layout"`` ("half" | "interleaved"). The
-    port rotates q at q_positions and k at k_positions over the whole (even) head dim with
-    ``base ** (-2i / D)``, then attends (kv heads not repeated before the rotation)."""
-    layout = choice("layout", params["layout"], ("half", "interleaved"))
-    a = plain_attention(params, inputs)
-    b, _, tq, d = a["q"].shape
-    qp = _attention_positions("q_positions", inputs["q_positions"], b, tq)
-    kp = _attention_positions("k_positions", inputs["k_positions"], b, a["k"].shape[2])
-    rotary({"base": params["base"], "partial": "prefix", "attention_factor": 1.0, "rotary_dim": None}, d)
-    return {**a, "q_positions": qp, "k_positions": kp, "base": base_value(params["base"]), "layout": layout}
-
-
-ALIBI_FORMS = ("relative_causal", "key_only", "symmetric", "bottom_right")
-
-
-def _bias_target(a: Mapping[str, Any]) -> tuple[int, int, int, int]:
-    b, h, tq, _ = a["q"].shape
-    return b, h, tq, a["k"].shape[2]
-
-
-def attention_alibi(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention.alibi``: :func:`plain_attention` plus ``"form"``, ``"q_positions"`` (..., Tq) and
-    ``"k_positions"`` (..., Tk) int64 (equal leading shapes) and ``"exponents"`` (H,): head h's
-    slope is ``2 ** -exponents[h]`` (press rule, bias_max 8, one slope per query head). The bias
-    (..., H, Tq, Tk) of alibi.bias is added after the scale; it must broadcast to (B, H, Tq, Tk)."""
-    form = choice("form", params["form"], ALIBI_FORMS)
-    qp, kp = query_key(inputs, "q_positions", "k_positions")
-    a = plain_attention(params, inputs)
-    b, h, tq, tk = _bias_target(a)
-    _broadcasts("the ALiBi bias of q_positions and k_positions", qp.shape[:-1] + (h, qp.shape[-1], kp.shape[-1]),
-                (b, h, tq, tk))
-    return {**a, "form": form, "q_positions": qp, "k_positions": kp, "exponents": alibi_exponents(h, "press", 8.0)}
-
-
-def attention_t5(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention.t5``: :func:`plain_attention` plus the :func:`t5` parameters (``"buckets"``,
-    ``"limit"``, ``"side"``, ``"direction"``), ``"table"`` (N, Ht) float64 (buckets_heads layout),
-    ``"q_positions"`` (..., Tq) and ``"k_positions"`` (..., Tk) int64. The bias
-    ``table[bucket(j - i), h]`` (..., Ht, Tq, Tk) is added after the scale; it must broadcast to
-    (B, H, Tq, Tk), so Ht is H or 1."""
-    buckets, limit, side, direction = t5(params)
-    table = t5_table({"table_layout": "buckets_heads"}, inputs, buckets)
-    qp, kp = query_key(inputs, "q_positions", "k_positions")
-    a = plain_attention(params, inputs)
-    _broadcasts("the T5 bias of table, q_positions and k_positions",
-                qp.shape[:-1] + (table.shape[1], qp.shape[-1], kp.shape[-1]), _bias_target(a))
-    return {**a, "buckets": buckets, "limit": limit, "side": side, "direction": direction, "table": table,
-            "q_positions": qp, "k_positions": kp}
-
-
-def attention_shaw(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention.shaw``: :func:`plain_attention` plus ``"index"`` (Tq, Tk) int64 (the clipped
-    distance + K, as :func:`shaw`), ``"rel_keys"`` and ``"rel_values"`` (2K + 1, D) float64. The
-    key term ``q_i . rel_keys[index[i, j]]`` is added to q . k *before* the scale, the value term
-    ``rel_values[index[i, j]]`` to v under the weights. Positions: 1-D, queries among the keys."""
-    k = integer("max_relative_position", params["max_relative_position"], 1)
-    shaw_part = shaw(params, inputs, "attention.shaw")
-    tables = {n: finite_array(n, inputs[n], ndim=2) for n in ("rel_keys", "rel_values")}
-    if tables["rel_keys"].shape != tables["rel_values"].shape or tables["rel_keys"].shape[0] != 2 * k + 1:
-        raise _shape(f"rel_keys and rel_values must both have shape (2K + 1, D) with K={k}, "
-                     f"got {tables['rel_keys'].shape} and {tables['rel_values'].shape}")
-    a = plain_attention(params, inputs)
-    b, _, tq, d = a["q"].shape
-    _attention_positions("q_positions", inputs["q_positions"], b, tq)
-    _attention_positions("k_positions", inputs["k_positions"], b, a["k"].shape[2])
-    if tables["rel_keys"].shape[1] != d:
-        raise _shape(f"rel_keys and rel_values must have D={d} columns, got {tables['rel_keys'].shape}")
-    return {**a, "index": shaw_part["index"], **tables}
-
-
-def attention_xl(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """``attention.xl``: :func:`plain_attention` plus ``"u_bias"``, ``"v_bias"`` (H, D), ``"w_r"``
-    (H, D_r, D) float64 with D_r even, ``"distance"`` (Tq, Tk) int64 ``p_i - p_j`` (query minus key,
-    no clamping) and ``"base"``. The term ``(q_i + v_h) . (R_distance @ w_r[h]) + u_h . k_j`` (k
-    mapped to query heads) is added to q . k *before* the scale. Positions: 1-D, queries among the keys."""
-    qp, kp = _self_positions(inputs)
-    u, v = finite_array("u_bias", inputs["u_bias"], ndim=2), finite_array("v_bias", inputs["v_bias"], ndim=2)
-    w_r = finite_array("w_r", inputs["w_r"], ndim=3)
-    heads, dim = u.shape
-    if v.shape != (heads, dim) or w_r.shape[0] != heads or w_r.shape[2] != dim:
-        raise _shape(f"u_bias and v_bias must have shape (H, D) and w_r (H, D_r, D), got {u.shape}, {v.shape} "
-                     f"and {w_r.shape}")
-    a = plain_attention(params, inputs)
-    b, h, tq, d = a["q"].shape
-    _attention_positions("q_positions", qp, b, tq)
-    _attention_positions("k_positions", kp, b, a["k"].shape[2])
-    if (heads, dim) != (h, d):
-        raise _shape(f"u_bias, v_bias and w_r are for H={heads}, D={dim}, got queries of shape {a['q'].shape}")
-    _sinusoid_width("w_r", w_r.shape[1])
-    return {**a, "u_bias": u, "v_bias": v, "w_r": w_r, "distance": qp[:, None] - kp[None, :],
-            "base": base_value(params["base"])}

@@ -51,28 +51,34 @@ def error_category(exc: BaseException) -> str | None:
     return None
 
 
-def _invalid(message: str) -> Rejected:
+def invalid(message: str) -> Rejected:
+    """A :class:`Rejected` of category ``invalid_argument``."""
     return Rejected("invalid_argument", message)
+
+
+def invalid_shape(message: str) -> Rejected:
+    """A :class:`Rejected` of category ``invalid_shape``."""
+    return Rejected("invalid_shape", message)
 
 
 def choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
-        raise _invalid(f"{name} must be one of {choices}, got {value!r}")
+        raise invalid(f"{name} must be one of {choices}, got {value!r}")
     return str(value)
 
 
 def integer(name: str, value: Any, minimum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise _invalid(f"{name} must be an int, got {value!r}")
+        raise invalid(f"{name} must be an int, got {value!r}")
     if minimum is not None and value < minimum:
-        raise _invalid(f"{name} must be >= {minimum}, got {value}")
+        raise invalid(f"{name} must be >= {minimum}, got {value}")
     return int(value)
 
 
 def base_value(value: Any) -> float:
     base = float(value)
     if not np.isfinite(base) or base <= 0:
-        raise _invalid(f"base must be finite and > 0, got {value!r}")
+        raise invalid(f"base must be finite and > 0, got {value!r}")
     return base
 
 
@@ -83,12 +89,12 @@ def positions(name: str, value: Any, *, nonnegative: bool = True) -> np.ndarray:
         raise Rejected("invalid_shape", f"{name} must not be empty, got shape {array.shape}")
     if array.dtype.kind == "f":
         if not np.all(np.isfinite(array)) or np.any(array != np.floor(array)):
-            raise _invalid(f"{name} must hold finite whole numbers")
+            raise invalid(f"{name} must hold finite whole numbers")
     elif array.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integers, got dtype {array.dtype}")
     out = array.astype(np.int64)
     if nonnegative and out.min() < 0:
-        raise _invalid(f"{name} must be >= 0, got {int(out.min())}")
+        raise invalid(f"{name} must be >= 0, got {int(out.min())}")
     return out
 
 
@@ -100,16 +106,16 @@ def validate_table(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
     choice("odd_width", p["odd_width"], ("error", "zero_pad_last", "sin_gets_extra"))
     dim = integer("dim", p["dim"], 1)
     if dim % 2 and p["odd_width"] == "error":
-        raise _invalid(f"dim must be even under odd_width='error', got {dim}")
+        raise invalid(f"dim must be even under odd_width='error', got {dim}")
     if dim == 1 and p["odd_width"] == "zero_pad_last":
-        raise _invalid("dim must be >= 2 under odd_width='zero_pad_last'")
+        raise invalid("dim must be >= 2 under odd_width='zero_pad_last'")
     p["base"] = base_value(p["base"])
     if not np.isfinite(float(p["scale"])):
-        raise _invalid(f"scale must be finite, got {p['scale']!r}")
+        raise invalid(f"scale must be finite, got {p['scale']!r}")
     rows = positions("positions", inputs["positions"], nonnegative=False) + integer("position_offset",
                                                                                     p["position_offset"])
     if rows.min() < 0:
-        raise _invalid(f"positions + position_offset must be >= 0, got {int(rows.min())}")
+        raise invalid(f"positions + position_offset must be >= 0, got {int(rows.min())}")
     return rows, p
 
 
@@ -123,7 +129,7 @@ def validate_fairseq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]
     if tokens.ndim != 2:
         raise Rejected("invalid_shape", f"tokens must have shape (B, T), got {tokens.shape}")
     if past and tokens.shape[1] != 1:
-        raise _invalid(f"an incremental step (past_length={past}) takes one token per row, got {tokens.shape}")
+        raise invalid(f"an incremental step (past_length={past}) takes one token per row, got {tokens.shape}")
     return tokens
 
 
@@ -131,7 +137,7 @@ def validate_grid(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -
     """``grid2d.sincos``: the coordinates ``(ys, xs)`` as int64."""
     dim = integer("dim", params["dim"], 4)
     if dim % 4:
-        raise _invalid(f"dim must be a multiple of 4, got {dim}")
+        raise invalid(f"dim must be a multiple of 4, got {dim}")
     choice("axis_order", params["axis_order"], ("x_first", "y_first"))
     choice("block_layout", params["block_layout"], ("sin_cos", "sin_sin_cos_cos", "interleaved"))
     choice("ladder", params["ladder"], ("paper", "t2t"))
