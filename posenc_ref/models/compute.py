@@ -90,9 +90,11 @@ def temperature(lp: LayerPositions, positions: NDArray[np.int64]) -> NDArray[np.
     if rule is None:
         return np.ones(positions.shape[-1])
     if rule["rule"] == "llama4":  # Llama 4 NoPE layers: log1p(floor((p + 1) / floor_scale)) * attn_scale + 1
-        return np.log1p(np.floor((p + 1.0) / rule["floor_scale"])) * rule["attn_scale"] + 1.0
+        steps = np.floor((p + 1.0) / float(rule["floor_scale"]))
+        return np.asarray(np.log1p(steps) * float(rule["attn_scale"]) + 1.0, dtype=np.float64)
     # llama4_beta (Ministral 3): 1 + beta * log(1 + floor(p / original_max_position_embeddings))
-    return 1.0 + rule["beta"] * np.log1p(np.floor(p / rule["original_max_position"]))
+    steps = np.floor(p / float(rule["original_max_position"]))
+    return np.asarray(1.0 + float(rule["beta"]) * np.log1p(steps), dtype=np.float64)
 
 
 def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], lp: LayerPositions, factor: float
