@@ -44,12 +44,21 @@ def rope_source(r: Reader, layer_type: str, *, theta_key: str, default_theta: fl
     if local_theta is not None and layer_type == "sliding_attention":
         # Note: Gemma 3 sliding layers: default rope at rope_local_base_freq, never the global scaling
         return {"rope_type": "default", "rope_theta": local_theta}
-    built: dict[str, Any] = {}
-    if r.has("rope_scaling"):
-        node = r.child("rope_scaling")
-        built.update({key: node.get(key) for key in node.data})
-    built["rope_theta"] = r.number(theta_key, default_theta)
-    return built
+    node = r.child("rope_scaling") if r.has("rope_scaling") else Reader({}, r.prefix + "rope_scaling.", parent=r)
+    return _Legacy(node, r.number(theta_key, default_theta))
+
+
+class _Legacy(Reader):
+    """A 4.x ``rope_scaling`` object read with the top-level ``rope_theta`` folded in (as transformers 5 does)."""
+
+    def __init__(self, node: Reader, theta: float) -> None:
+        super().__init__(node.data, node.prefix, parent=node)
+        self.theta = theta
+
+    def get(self, key: str, default: Any = None, *, record_default: bool = True) -> Any:
+        if key == "rope_theta":
+            return self.theta
+        return super().get(key, default, record_default=record_default)
 
 
 def _lookup(source: Reader | dict[str, Any], key: str) -> Any:

@@ -76,9 +76,9 @@ def _check_qk(func: str, q: Any, k: Any, lp: LayerPositions, t: int) -> tuple[ND
         raise SpecError(f"{func}: q and k must have shapes (T, H, D) and (T, Hkv, D) with T={t} and the layer's "
                         f"head dim D={lp.head_dim}, got {qv.shape} and {kv.shape}", category="invalid_shape")
     ratio = lp.num_heads // lp.num_kv_heads
-    if qv.shape[1] != ratio * kv.shape[1]:
-        raise SpecError(f"{func}: q must have {ratio} heads per key head (the model's GQA ratio "
-                        f"{lp.num_heads}/{lp.num_kv_heads}), got H={qv.shape[1]}, Hkv={kv.shape[1]}",
+    if kv.shape[1] < 1 or qv.shape[1] % kv.shape[1] or not 1 <= qv.shape[1] // kv.shape[1] <= ratio:
+        raise SpecError(f"{func}: q must have a whole number of heads per key head, at most the model's GQA ratio "
+                        f"{lp.num_heads}/{lp.num_kv_heads} = {ratio}, got H={qv.shape[1]}, Hkv={kv.shape[1]}",
                         category="invalid_shape")
     return qv, kv
 

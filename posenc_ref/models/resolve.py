@@ -28,6 +28,9 @@ _ROPE_MODELS: Final = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_v
                        "deepseek_v2", "deepseek_v3", "gpt_oss", "smollm3", "olmo2", "cohere", "glm", "glm4",
                        "llama4_text", "falcon")
 _INTERLEAVED: Final = ("gptj", "cohere", "glm", "glm4", "llama4_text", "deepseek_v2")
+_MAX_POSITION_DEFAULT: Final = {"gemma3_text": 131072, "qwen2": 32768, "mistral": 32768, "mixtral": 32768,
+                                 "gpt_oss": 131072, "llama4_text": 4096 * 32}
+"""transformers 5.x config class defaults of max_position_embeddings (2048 for the rest)."""
 _LEARNED: Final = ("bert", "roberta", "opt", "bart", "gpt2", "vit", "dinov2")
 _SINUSOIDAL: Final = ("whisper", "marian", "m2m_100")
 
@@ -241,7 +244,7 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
                                                "num_key_value_heads")
         if model_type == "falcon" and r.get("multi_query", True) and not r.get("new_decoder_architecture", False):
             kv = 1  # Note: Falcon-7B multi_query: one key head
-        max_position = r.integer("max_position_embeddings", 2048)
+        max_position = r.integer("max_position_embeddings", _MAX_POSITION_DEFAULT.get(model_type, 2048))
     if model_type in ("deepseek_v2", "deepseek_v3"):
         head_dim = r.integer("qk_nope_head_dim") + r.integer("qk_rope_head_dim")
     types = _layer_types(r, model_type, n)

@@ -33,7 +33,8 @@ _PARAMS = (Param("model", "str", "", doc="catalogue name (informational)"),
            Param("config", "str", doc="the model's config.json object, exactly as the JSON"),
            Param("layer", "int", doc="layer index in ModelPositions.layers"),
            Param("context_length", "int", None, doc="L for dynamic NTK / LongRoPE (transformers: max(position_ids) + 1)"))
-_MAX_T = 6
+_MAX_T = 5
+_MAX_GROUP = 4
 
 
 def _layer(params: Mapping[str, Any]) -> LayerPositions:
@@ -121,6 +122,18 @@ def _scale_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) 
     return 4.0 * np.abs(lp.logit_scale * compute.temperature(lp, pos[0] if pos.ndim == 2 else pos))
 
 
+def _zero_scale(name: str) -> Any:
+    """Input scale 0: the output does not depend on the value inputs (q, k, the table)."""
+    def scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+        pos = np.asarray(inputs["positions"])
+        t = pos.shape[-1]
+        if name == "logit_scale":
+            return np.zeros(t)
+        angle, _, _ = _angles(params, inputs)
+        return np.zeros_like(angle)
+    return scale
+
+
 def _alibi_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
     lp = _layer(params)
     bias = compute.model_alibi(inputs["query_positions"], inputs["key_positions"], config=params["config"],
@@ -153,8 +166,8 @@ def _rope_positions(m: ModelPositions, lp: LayerPositions) -> list[tuple[str, li
     if lp.temperature and lp.temperature["rule"] == "llama4":
         floor = int(lp.temperature["floor_scale"])
         priority[3:3] = [floor - 1, 2 * floor - 1]
-    group = lp.num_heads // lp.num_kv_heads * lp.head_dim
-    limit = 3 if group > 2048 else 4 if group > 512 else _MAX_T
+    group = min(lp.num_heads // lp.num_kv_heads, _MAX_GROUP) * lp.head_dim
+    limit = 4 if group > 512 else _MAX_T
     chosen: list[int] = []
     for point in priority:
         if point is not None and point not in chosen and len(chosen) < limit:
@@ -167,7 +180,7 @@ def _rope_positions(m: ModelPositions, lp: LayerPositions) -> list[tuple[str, li
 
 
 def _qk_maker(lp: LayerPositions, positions: NDArray[np.int64]) -> Any:
-    ratio = lp.num_heads // lp.num_kv_heads
+    ratio = min(lp.num_heads // lp.num_kv_heads, _MAX_GROUP)  # one key head and its query group (at most 4)
     t = positions.shape[-1]
 
     def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
@@ -199,14 +212,14 @@ def _model_cases(name: str) -> dict[str, list[Case]]:
                     f", temperature {lp.temperature['rule']}" if lp.temperature else "")
                 out.setdefault(op, []).append(Case(
                     f"model.{name}.{kind}.{what}.{tag}", params, _qk_maker(lp, positions),
-                    f"{why}: {detail} at positions {chosen}", kind="long_position" if tag == "long" else "normal",
+                    f"{why}: {detail} at positions {chosen}", kind="normal",
                     flags=("Model", "LongPosition") if tag == "long" else ("Model",)))
         elif lp.scheme == "alibi":
             q, k = np.array([0, 1, 5, 2047]), np.array([0, 1, 2, 5, 1000, 2047])
             out.setdefault("model.alibi", []).append(Case(
                 f"model.{name}.{kind}.alibi_bias.long", base, {"query_positions": q, "key_positions": k},
                 f"{why}: {lp.num_heads} ALiBi slopes (bias_max {lp.params['bias_max']:g}) to distance 2047",
-                kind="long_position", flags=("Model",)))
+                flags=("Model", "LongPosition")))
         elif lp.scheme == "t5":
             q, k = np.array([0, 1, 5, 200]), np.array([0, 1, 3, 8, 16, 64, 127, 128, 500])
             buckets, heads = lp.params["num_buckets"], lp.num_heads
@@ -216,19 +229,19 @@ def _model_cases(name: str) -> dict[str, list[Case]]:
             out.setdefault("model.t5", []).append(Case(
                 f"model.{name}.{kind}.t5_bias.long", base, make,
                 f"{why}: {lp.params['direction']} buckets up to and past max_distance {lp.params['max_distance']}",
-                kind="long_position", flags=("Model",)))
+                flags=("Model", "LongPosition")))
         elif lp.scheme == "deberta":
             q, k = np.array([0, 1, 100, 511]), np.array([0, 1, 2, 128, 255, 256, 300, 511])
             out.setdefault("model.deberta", []).append(Case(
                 f"model.{name}.{kind}.deberta_index.long", base, {"query_positions": q, "key_positions": k},
                 f"{why}: log buckets (position_buckets {lp.params['position_buckets']}) across the 512 positions",
-                kind="long_position", flags=("Model",)))
+                flags=("Model", "LongPosition")))
         elif lp.scheme == "learned":
             last = int(lp.params["num_positions"]) - int(lp.params["offset"]) - 1
             out.setdefault("model.learned", []).append(Case(
                 f"model.{name}.{kind}.learned_index.long", base, {"positions": np.array([0, 1, 2, last])},
                 f"{why}: table rows read with offset {lp.params['offset']}, up to the last position {last}",
-                kind="long_position", flags=("Model",)))
+                flags=("Model", "LongPosition")))
             out["model.learned"].append(Case(
                 f"model.{name}.{kind}.learned_index.error.past_table", base, {"positions": np.array([0, last + 1])},
                 f"error: position {last + 1} is past the {lp.params['num_positions']}-row table",
@@ -238,7 +251,7 @@ def _model_cases(name: str) -> dict[str, list[Case]]:
             out.setdefault("model.sinusoidal", []).append(Case(
                 f"model.{name}.{kind}.sinusoidal.long", base, {"positions": np.array([0, 1, 2, last])},
                 f"{why}: {lp.params['ladder']} ladder, {lp.params['layout']}, offset {lp.params['position_offset']}",
-                kind="long_position", flags=("Model",)))
+                flags=("Model", "LongPosition")))
     return out
 
 
@@ -269,7 +282,21 @@ _BAD: list[tuple[str, Mapping[str, Any], Any, ErrorCategory, str]] = [
     ("layer_out_of_range", {"config": _LLAMA, "layer": 2}, _QK, "invalid_argument", "layer index past the model"),
 ]
 
+_T5 = {"model_type": "t5", "d_kv": 8, "num_heads": 2, "num_layers": 1}
+_WRONG_SCHEME = {
+    "model.nope": ("rope_layer", {"config": _LLAMA, "layer": 0}, _QK),
+    "model.alibi": ("rope_layer", {"config": _LLAMA, "layer": 0},
+                    {"query_positions": np.array([0]), "key_positions": np.array([0])}),
+    "model.t5": ("rope_layer", {"config": _LLAMA, "layer": 0},
+                 {"query_positions": np.array([0]), "key_positions": np.array([0]), "table": np.zeros((32, 2))}),
+    "model.deberta": ("t5_layer", {"config": _T5, "layer": 0},
+                      {"query_positions": np.array([0]), "key_positions": np.array([0])}),
+    "model.sinusoidal": ("rope_layer", {"config": _LLAMA, "layer": 0}, {"positions": np.array([0])}),
+}
 _GROUPS = _all_cases()
+for _op, (_name, _params, _inputs) in _WRONG_SCHEME.items():
+    _GROUPS.setdefault(_op, []).extend(error_cases(_op, [(_name, _params, _inputs, "invalid_argument",
+                                                            "a layer of another scheme")]))
 
 
 def _record(name: str, function: Any, inputs: tuple[str, ...], outputs: tuple[Output, ...], summary: str,
@@ -282,13 +309,14 @@ RECORDS: tuple[OpRecord, ...] = (
     _record("model.rope", compute.model_rope, ("positions", "q", "k"), (
         Output("q_rot", "float64", "phase", _rotated_phase("q"), _rotated_scale("q")),
         Output("k_rot", "float64", "phase", _rotated_phase("k"), _rotated_scale("k")),
-        Output("cos", "float64", "phase", _table_phase), Output("sin", "float64", "phase", _table_phase),
-        Output("logit_scale", "float64", "phase", _scale_phase)),
+        Output("cos", "float64", "phase", _table_phase, _zero_scale("cos")),
+        Output("sin", "float64", "phase", _table_phase, _zero_scale("sin")),
+        Output("logit_scale", "float64", "phase", _scale_phase, _zero_scale("logit_scale"))),
         "a RoPE or MRoPE layer of a model config: rotated q/k, the cos/sin tables and the logit multiplier",
         tuple(error_cases("model.rope", _BAD)), position_inputs=("positions",), value_inputs=("q", "k")),
     _record("model.nope", compute.model_nope, ("positions", "q", "k"), (
         Output("q_rot", "float64", "ulp"), Output("k_rot", "float64", "ulp"),
-        Output("logit_scale", "float64", "phase", _scale_phase)),
+        Output("logit_scale", "float64", "phase", _scale_phase, _zero_scale("logit_scale"))),
         "a NoPE layer: q/k unrotated, the per-position logit multiplier (Llama 4 temperature tuning)",
         position_inputs=("positions",), value_inputs=("q", "k")),
     _record("model.alibi", compute.model_alibi, ("query_positions", "key_positions"),
