@@ -3,13 +3,15 @@
 The layer's parameters come from the resolver (reading a config is no arithmetic); every number
 is then computed here from the published formulas, through the RoPE and bias twins
 (:mod:`posenc_ref.oracle.rope`, :mod:`posenc_ref.oracle.bias`, :mod:`posenc_ref.oracle.absolute`):
-frequencies at 50 digits, each rotated pair as the complex product ``(u + i v) a e^{i p w}``, the
+frequencies at 50 digits, each rotated pair as ``(u c - v s, v c + u s)`` with ``(c, s) = a (cos, sin)(p w)``
+at 50 digits and the products formed exactly in integers, rounded once; the
 logit multiplier from ``head_dim`` (or ``query_pre_attn_scalar``), DeepSeek's ``g(s, m_all)^2``
 and the per-position temperature, each rounded once.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Final
@@ -112,15 +114,41 @@ def _scales(lp: LayerPositions, config: Mapping[str, Any], positions: list[int])
     return np.array([to_float64(base * _temperature(lp, p)) for p in positions])
 
 
-def _rotate(x: NDArray[Any], turns: list[list[Any]], pairs: list[Any]) -> NDArray[np.float64]:
-    """x (T, H, D) with each pair of row t multiplied by turns[t][i] = a e^{i p w_i}."""
+def _exact(value: Any) -> tuple[int, int]:
+    """An mpf or a float as ``(n, e)`` with value == n * 2**e exactly."""
+    if isinstance(value, float):
+        mantissa, exponent = math.frexp(value)
+        return int(mantissa * (1 << 53)), exponent - 53
+    sign, man, exp, _ = mpmath.mpf(value)._mpf_
+    return (-int(man) if sign else int(man)), int(exp)
+
+
+def _difference(a: tuple[int, int], b: tuple[int, int], c: tuple[int, int], d: tuple[int, int]) -> float:
+    """``a*b - c*d`` for exact ``(n, e)`` numbers, rounded once to float64 (big-integer arithmetic)."""
+    n1, e1 = a[0] * b[0], a[1] + b[1]
+    n2, e2 = c[0] * d[0], c[1] + d[1]
+    e = min(e1, e2)
+    n = (n1 << (e1 - e)) - (n2 << (e2 - e))
+    if n == 0:
+        return 0.0
+    # Note: the top 64 bits and a sticky bit round like the whole integer; int -> float rounds once, to
+    # nearest even (CPython), and the power of two is then exact
+    sign, n = (-1.0 if n < 0 else 1.0), abs(n)
+    shift = max(n.bit_length() - 64, 0)
+    head = (n >> shift) << 1 | (1 if n & ((1 << shift) - 1) else 0)
+    return sign * math.ldexp(float(head), e + shift - 1)
+
+
+def _rotate(x: NDArray[Any], turns: list[list[tuple[Any, Any]]], pairs: list[Any]) -> NDArray[np.float64]:
+    """x (T, H, D) with pair i of row t turned by (c, s) = turns[t][i]: (u c - v s, v c + u s), rounded once."""
     out = np.asarray(x, dtype=np.float64).copy()
+    exact_turns = [[(_exact(c), _exact(sn)) for c, sn in row] for row in turns]
     for t, h in np.ndindex(x.shape[0], x.shape[1]):
-        row = x[t, h].tolist()
+        row = [float(v) for v in x[t, h].tolist()]
         values = list(row)
-        for ((ru, rv), (wu, wv)), z in zip(pairs, turns[t]):
-            product = mpmath.mpc(row[ru], row[rv]) * z
-            values[wu], values[wv] = to_float64(product.real), to_float64(product.imag)
+        for ((ru, rv), (wu, wv)), (c, sn) in zip(pairs, exact_turns[t]):
+            u, v = _exact(row[ru]), _exact(row[rv])
+            values[wu], values[wv] = _difference(u, c, v, sn), _difference(v, c, (-u[0], u[1]), sn)
         out[t, h] = values
     return out
 
@@ -138,10 +166,10 @@ def rope(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
     else:
         per_pair = [[int(p)] * len(freqs) for p in positions.tolist()]
         time = positions.tolist()
-    angles = [[mpmath.mpf(p) * w for p, w in zip(row, freqs)] for row in per_pair]
-    cos = np.array([[to_float64(a * mpmath.cos(x)) for x in row] for row in angles]).reshape(len(time), len(freqs))
-    sin = np.array([[to_float64(a * mpmath.sin(x)) for x in row] for row in angles]).reshape(len(time), len(freqs))
-    turns = [[a * mpmath.expj(x) for x in row] for row in angles]
+    turns = [[tuple(a * v for v in mpmath.cos_sin(mpmath.mpf(p) * w)) for p, w in zip(row, freqs)]
+             for row in per_pair]  # (c, s) = a (cos, sin) of each pair's angle
+    cos = np.array([[to_float64(c) for c, _ in row] for row in turns]).reshape(len(time), len(freqs))
+    sin = np.array([[to_float64(sn) for _, sn in row] for row in turns]).reshape(len(time), len(freqs))
     pairs = _pairs(lp)
     return {"q_rot": _rotate(inputs["q"], turns, pairs), "k_rot": _rotate(inputs["k"], turns, pairs),
             "cos": cos, "sin": sin, "logit_scale": _scales(lp, params["config"], time)}

@@ -247,9 +247,12 @@ def _model_cases(name: str) -> dict[str, list[Case]]:
                 f"error: position {last + 1} is past the {lp.params['num_positions']}-row table",
                 kind="error", error="out_of_range"))
         elif lp.scheme == "sinusoidal":
+            if any(c.params["layer"] != lp.index and _layer(c.params).params == lp.params
+                   for c in out.get("model.sinusoidal", [])):
+                continue  # Note: the decoder shares the encoder's table (Marian, M2M100): one case
             last = int(lp.params["num_positions"]) - int(lp.params["position_offset"]) - 1
             out.setdefault("model.sinusoidal", []).append(Case(
-                f"model.{name}.{kind}.sinusoidal.long", base, {"positions": np.array([0, 1, 2, last])},
+                f"model.{name}.{kind}.sinusoidal.long", base, {"positions": np.array([0, 1, last])},
                 f"{why}: {lp.params['ladder']} ladder, {lp.params['layout']}, offset {lp.params['position_offset']}",
                 flags=("Model", "LongPosition")))
     return out
