@@ -265,7 +265,7 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
         base_scale = (scalar if scalar is not None else float(head_dim)) ** -0.5
         temperature = _temperature(r, model_type, rotated)
         if not rotated:
-            layers.append(LayerPositions(i, "decoder", "nope" if model_type == "smollm3" else kind, "nope", {},
+            layers.append(LayerPositions(i, "decoder", kind, "nope", {},
                                          heads, kv, head_dim, layer_window, None, base_scale, temperature))
             continue
         source = _rope.rope_source(r, layer_type, theta_key=theta_key, default_theta=default_theta,

@@ -134,6 +134,18 @@ def _zero_scale(name: str) -> Any:
     return scale
 
 
+def _copy_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    """A copied value has no phase."""
+    return np.zeros(1)
+
+
+def _copy_scale(name: str) -> Any:
+    """A copied value moves by the rounding of the value itself: input scale |x|."""
+    def scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+        return np.abs(np.asarray(inputs[name], dtype=np.float64))
+    return scale
+
+
 def _alibi_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
     lp = _layer(params)
     bias = compute.model_alibi(inputs["query_positions"], inputs["key_positions"], config=params["config"],
@@ -184,9 +196,13 @@ def _qk_maker(lp: LayerPositions, positions: NDArray[np.int64]) -> Any:
     t = positions.shape[-1]
 
     def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
-        return {"positions": positions, "q": rng.standard_normal((t, ratio, lp.head_dim)),
-                "k": rng.standard_normal((t, 1, lp.head_dim))}
+        return {"positions": positions, "q": _values(rng, (t, ratio, lp.head_dim)), "k": _values(rng, (t, 1, lp.head_dim))}
     return make
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """Magnitudes in [1/8, 2) with random signs: no value is subnormal in float16 or bfloat16."""
+    return np.where(rng.random(shape) < 0.5, -1.0, 1.0) * rng.uniform(0.125, 2.0, shape)
 
 
 def _mrope_positions(chosen: list[int]) -> NDArray[np.int64]:
@@ -225,7 +241,7 @@ def _model_cases(name: str) -> dict[str, list[Case]]:
             buckets, heads = lp.params["num_buckets"], lp.num_heads
 
             def make(rng: np.random.Generator, q: Any = q, k: Any = k, b: int = buckets, h: int = heads) -> Any:
-                return {"query_positions": q, "key_positions": k, "table": rng.standard_normal((b, h))}
+                return {"query_positions": q, "key_positions": k, "table": _values(rng, (b, h))}
             out.setdefault("model.t5", []).append(Case(
                 f"model.{name}.{kind}.t5_bias.long", base, make,
                 f"{why}: {lp.params['direction']} buckets up to and past max_distance {lp.params['max_distance']}",
@@ -239,11 +255,11 @@ def _model_cases(name: str) -> dict[str, list[Case]]:
         elif lp.scheme == "learned":
             last = int(lp.params["num_positions"]) - int(lp.params["offset"]) - 1
             out.setdefault("model.learned", []).append(Case(
-                f"model.{name}.{kind}.learned_index.long", base, {"positions": np.array([0, 1, 2, last])},
+                f"model.{name}.{kind}.table_row.long", base, {"positions": np.array([0, 1, 2, last])},
                 f"{why}: table rows read with offset {lp.params['offset']}, up to the last position {last}",
                 flags=("Model", "LongPosition")))
             out["model.learned"].append(Case(
-                f"model.{name}.{kind}.learned_index.error.past_table", base, {"positions": np.array([0, last + 1])},
+                f"model.{name}.{kind}.table_row.error.past_table", base, {"positions": np.array([0, last + 1])},
                 f"error: position {last + 1} is past the {lp.params['num_positions']}-row table",
                 kind="error", error="out_of_range"))
         elif lp.scheme == "sinusoidal":
@@ -318,7 +334,8 @@ RECORDS: tuple[OpRecord, ...] = (
         "a RoPE or MRoPE layer of a model config: rotated q/k, the cos/sin tables and the logit multiplier",
         tuple(error_cases("model.rope", _BAD)), position_inputs=("positions",), value_inputs=("q", "k")),
     _record("model.nope", compute.model_nope, ("positions", "q", "k"), (
-        Output("q_rot", "float64", "ulp"), Output("k_rot", "float64", "ulp"),
+        Output("q_rot", "float64", "phase", _copy_phase, _copy_scale("q")),
+        Output("k_rot", "float64", "phase", _copy_phase, _copy_scale("k")),
         Output("logit_scale", "float64", "phase", _scale_phase, _zero_scale("logit_scale"))),
         "a NoPE layer: q/k unrotated, the per-position logit multiplier (Llama 4 temperature tuning)",
         position_inputs=("positions",), value_inputs=("q", "k")),

@@ -20,7 +20,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.runner.emulation import absolute, attention, bias, relative, rope
+from posenc_ref.runner.emulation import absolute, attention, bias, models, relative, rope
 from posenc_ref.runner.emulation._common import Emulation, round_bfloat16, to_dtype
 from posenc_ref.tolerance import Dtype
 
@@ -30,6 +30,7 @@ EMULATIONS: Final[dict[str, Emulation]] = {
     **relative.EMULATIONS,
     **rope.EMULATIONS,
     **bias.EMULATIONS,
+    **models.EMULATIONS,
 }
 
 __all__ = ["EMULATIONS", "emulate", "round_bfloat16", "to_dtype"]
