@@ -25,7 +25,7 @@ def _learned(offset: int, rows: int, dim: int) -> dict[str, Any]:
 
 
 def absolute_layers(r: Reader, model_type: str) -> tuple[list[Any], int | None]:
-    """(layers, the largest position the embedding covers) for the learned / sinusoidal models."""
+    """(layers, the number of positions the embedding covers) for the learned / sinusoidal models."""
     if model_type in ("bert", "roberta"):
         kind = r.get("position_embedding_type", "absolute")
         if kind != "absolute":
@@ -36,16 +36,16 @@ def absolute_layers(r: Reader, model_type: str) -> tuple[list[Any], int | None]:
             r.note("RoBERTa positions start at padding_idx + 1 (create_position_ids_from_input_ids)")
         layers = _stack("encoder", 0, r.integer("num_hidden_layers"), "learned", _learned(offset, rows, hidden),
                         r.integer("num_attention_heads"), hidden)
-        return layers, rows - offset - 1
+        return layers, rows - offset
     if model_type == "gpt2":
         rows, hidden = r.integer("n_positions", 1024), r.integer("n_embd", 768)
         return _stack("decoder", 0, r.integer("n_layer", 12), "learned", _learned(0, rows, hidden),
-                      r.integer("n_head", 12), hidden), rows - 1
+                      r.integer("n_head", 12), hidden), rows
     if model_type == "opt":
         rows, hidden = r.integer("max_position_embeddings", 2048), r.integer("hidden_size")
         r.note("OPT's learned table has max_position_embeddings + 2 rows; position p reads row p + 2")
         return _stack("decoder", 0, r.integer("num_hidden_layers"), "learned", _learned(2, rows + 2, hidden),
-                      r.integer("num_attention_heads"), hidden), rows - 1
+                      r.integer("num_attention_heads"), hidden), rows
     if model_type == "bart":
         rows, hidden = r.integer("max_position_embeddings", 1024), r.integer("d_model")
         params = _learned(2, rows + 2, hidden)
@@ -54,7 +54,7 @@ def absolute_layers(r: Reader, model_type: str) -> tuple[list[Any], int | None]:
                      r.integer("encoder_attention_heads"), hidden)
         dec = _stack("decoder", len(enc), r.integer("decoder_layers"), "learned", params,
                      r.integer("decoder_attention_heads"), hidden)
-        return enc + dec, rows - 1
+        return enc + dec, rows
     if model_type in ("vit", "dinov2"):
         image, patch, hidden = r.integer("image_size"), r.integer("patch_size"), r.integer("hidden_size")
         if image % patch:
@@ -63,7 +63,7 @@ def absolute_layers(r: Reader, model_type: str) -> tuple[list[Any], int | None]:
         r.note(f"{model_type}: {image // patch}x{image // patch} patch grid plus the [CLS] row 0; other image "
                "sizes interpolate the table (resample.grid_2d)")
         return _stack("encoder", 0, r.integer("num_hidden_layers"), "learned", _learned(0, rows, hidden),
-                      r.integer("num_attention_heads"), hidden), rows - 1
+                      r.integer("num_attention_heads"), hidden), rows
     if model_type == "whisper":
         hidden = r.integer("d_model")
         enc_params = {"dim": hidden, "base": 10000.0, "ladder": "t2t", "layout": "concat_sin_cos",
@@ -73,7 +73,7 @@ def absolute_layers(r: Reader, model_type: str) -> tuple[list[Any], int | None]:
         dec = _stack("decoder", len(enc), r.integer("decoder_layers"), "learned",
                      _learned(0, r.integer("max_target_positions", 448), hidden),
                      r.integer("decoder_attention_heads"), hidden)
-        return enc + dec, r.integer("max_target_positions", 448) - 1
+        return enc + dec, r.integer("max_target_positions", 448)
     if model_type in ("marian", "m2m_100"):
         hidden, rows = r.integer("d_model"), r.integer("max_position_embeddings", 1024)
         if model_type == "marian":
@@ -88,5 +88,5 @@ def absolute_layers(r: Reader, model_type: str) -> tuple[list[Any], int | None]:
                      r.integer("encoder_attention_heads"), hidden)
         dec = _stack("decoder", len(enc), r.integer("decoder_layers"), "sinusoidal", params,
                      r.integer("decoder_attention_heads"), hidden)
-        return enc + dec, rows - 1
+        return enc + dec, rows
     raise SpecError(f"{FUNC}: model_type {model_type!r} has no absolute position rule here")
