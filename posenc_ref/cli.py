@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from posenc_ref import __version__, corpus
-from posenc_ref.registry import OPS
+from posenc_ref import __version__
 
 
 class _Progress:
@@ -39,10 +38,14 @@ class _Progress:
 
 
 def _corpus_dir(args: argparse.Namespace) -> Path:
+    from posenc_ref import corpus
+
     return Path(args.corpus) if args.corpus else corpus.default_corpus_dir()
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    from posenc_ref.registry import OPS
+
     for op in OPS:
         if args.op and not fnmatch.fnmatch(op.name, args.op):
             continue
@@ -63,6 +66,8 @@ def _format_array(array: np.ndarray[Any, Any], limit: int = 8) -> str:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
+    from posenc_ref import corpus
+
     directory = _corpus_dir(args)
     manifest = corpus.read_manifest(directory)
     matches = [c for c in manifest["cases"] if c["id"] == args.case]
@@ -87,6 +92,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_golden(args: argparse.Namespace) -> int:
+    from posenc_ref import corpus
+
     if args.action == "generate":
         return _golden_generate(args)
     directory = _corpus_dir(args)
@@ -109,6 +116,8 @@ def _cmd_golden(args: argparse.Namespace) -> int:
 
 
 def _golden_generate(args: argparse.Namespace) -> int:
+    from posenc_ref import corpus
+
     progress = _Progress("golden generate")
     try:
         directory = corpus.generation_target(args.corpus)
@@ -123,7 +132,7 @@ def _golden_generate(args: argparse.Namespace) -> int:
 
 
 def _golden_audit(directory: Path, progress: _Progress, start: float) -> int:
-    from posenc_ref import corpus_audit
+    from posenc_ref import corpus, corpus_audit
 
     try:
         rows = corpus_audit.audit(directory, progress=progress)
@@ -205,13 +214,22 @@ def build_parser() -> argparse.ArgumentParser:
                           help="write the Markdown pages (default DIR: docs/derivations)")
     p_derive.set_defaults(func=_cmd_derive)
 
+    from posenc_ref.models.cli import add_model_parser
     from posenc_ref.runner.cli import add_conformance_parser
 
     add_conformance_parser(sub)
+    add_model_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["model"]:  # Note: the model commands start without loading the registry
+        from posenc_ref.models.cli import main as model_main
+
+        return model_main(given[1:])
+    from posenc_ref import corpus
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import (alibi, attention, deberta, grid2d, learned, resample, rope, rope_variants, shaw,
-                               sinusoidal, t5, transformer_xl)
+from posenc_ref.records import (alibi, attention, deberta, grid2d, learned, models, resample, rope, rope_variants,
+                               shaw, sinusoidal, t5, transformer_xl)
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,
@@ -26,6 +26,7 @@ OPS: Final[tuple[OpRecord, ...]] = (
     *transformer_xl.RECORDS,
     *resample.RECORDS,
     *attention.RECORDS,
+    *models.RECORDS,
 )
 
 RETIRED: Final[tuple[tuple[str, str], ...]] = ()

@@ -18,9 +18,9 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import (alibi, attention, attention_positional, deberta, grid2d, learned, resample, rope, shaw,
-                               sinusoidal, t5, transformer_xl)
-from posenc_ref.oracle._common import DPS, Oracle
+from posenc_ref.oracle import (alibi, attention, attention_positional, deberta, grid2d, learned, models, resample, rope,
+                               shaw, sinusoidal, t5, transformer_xl)
+from posenc_ref.oracle._common import DPS, Oracle, to_float64
 
 ORACLES: Final[dict[str, Oracle]] = {
     **sinusoidal.ORACLES,
@@ -35,6 +35,7 @@ ORACLES: Final[dict[str, Oracle]] = {
     **alibi.ORACLES,
     **t5.ORACLES,
     **deberta.ORACLES,
+    **models.ORACLES,
 }
 
 __all__ = ["DPS", "ORACLES", "Oracle", "expected", "to_float64"]

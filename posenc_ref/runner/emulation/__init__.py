@@ -26,6 +26,7 @@ from posenc_ref.runner.emulation import (
     deberta,
     grid2d,
     learned,
+    models,
     resample,
     rope,
     shaw,
@@ -48,6 +49,7 @@ EMULATIONS: Final[NameTable[Emulation]] = NameTable({
     **alibi.EMULATIONS,
     **t5.EMULATIONS,
     **deberta.EMULATIONS,
+    **models.EMULATIONS,
 }, "runner.emulation.EMULATIONS (op)")
 
 __all__ = ["EMULATIONS", "NameTable", "UnknownKey", "emulate", "round_bfloat16", "to_dtype"]

@@ -1,0 +1,261 @@
+"""The model-config resolver: the distinctive layer rules of each family, provenance, bad input."""
+
+import json
+import math
+import time
+
+import numpy as np
+import pytest
+
+from posenc_ref import rope, rope_scaling
+from posenc_ref.errors import SpecError
+from posenc_ref.models import INTERPRETATIONS, compute, resolve
+from posenc_ref.models.catalogue import CATALOGUE, get
+
+LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+         "max_position_embeddings": 4096, "rope_theta": 10000.0}
+
+
+def layers(name, **kwargs):
+    return resolve(get(name).config, **kwargs).layers
+
+
+def test_catalogue_size_and_sources():
+    assert len(CATALOGUE) >= 40
+    assert len({e.family for e in CATALOGUE.values()}) >= 25
+    for entry in CATALOGUE.values():
+        assert entry.sources["config.json"].startswith("https://huggingface.co/"), entry.name
+        assert entry.sources["checked"], entry.name
+        json.dumps(entry.config)  # JSON types only, as the file has them
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_every_key_is_read_or_listed_as_ignored(name):
+    config = get(name).config
+    prov = resolve(config).provenance
+    for key in config:
+        assert key in prov.read or key in prov.ignored, key
+    assert set(prov.defaulted).isdisjoint(prov.read)
+    assert prov.interpretation == "transformers-5" and "transformers 5" in prov.interpretation_version
+
+
+def test_gemma3_sliding_layers_use_the_local_base_and_no_scaling():
+    ls = layers("gemma-3-27b")
+    full = [lp.index for lp in ls if lp.kind == "full_attention"]
+    assert full == list(range(5, 62, 6))
+    for lp in ls:
+        if lp.kind == "sliding_attention":
+            assert (lp.params["rope_type"], lp.params["base"], lp.window) == ("default", 10000.0, 1024)
+            assert "factor" not in lp.params
+        else:
+            assert (lp.params["rope_type"], lp.params["base"], lp.params["factor"], lp.window) == (
+                "linear", 1e6, 8.0, None)
+        assert lp.logit_scale == pytest.approx(168 ** -0.5, rel=1e-15)
+
+
+def test_gemma3_written_for_transformers_5_reads_the_same():
+    text = dict(get("gemma-3-4b").config["text_config"])
+    scaling, theta, local = text.pop("rope_scaling"), text.pop("rope_theta"), text.pop("rope_local_base_freq")
+    pattern = text.pop("sliding_window_pattern")
+    text["layer_types"] = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(34)]
+    text["rope_parameters"] = {"full_attention": {**scaling, "rope_theta": theta},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": local}}
+    five = resolve({"model_type": "gemma3", "text_config": text}).layers
+    assert [(a.kind, dict(a.params)) for a in five] == [(b.kind, dict(b.params)) for b in layers("gemma-3-4b")]
+    # transformers 4.x cannot read rope_parameters: its reading drops the scaling (the sglang#26187 class)
+    four = resolve({"model_type": "gemma3", "text_config": text}, interpretation="transformers-4")
+    assert four.layers[5].params["rope_type"] == "default"
+    assert "text_config.rope_parameters" in four.provenance.ignored
+
+
+def test_llama4_nope_layers_and_temperature_tuning():
+    ls = layers("llama-4-scout")
+    nope = [lp.index for lp in ls if lp.scheme == "nope"]
+    assert nope == list(range(3, 48, 4))
+    rotated = ls[0]
+    assert (rotated.kind, rotated.chunk_size, rotated.params["layout"], rotated.temperature) == (
+        "chunked_attention", 8192, "interleaved", None)
+    lp = ls[3]
+    positions = np.array([0, 8190, 8191, 16383, 10**6])
+    # log1p(floor((p + 1) / 8192)) * 0.1 + 1, written out
+    steps = [0, 0, 1, 2, (10**6 + 1) // 8192]
+    expected = [(math.log1p(s) * 0.1 + 1) / math.sqrt(128) for s in steps]
+    q = np.ones((5, 5, 128))
+    k = np.ones((5, 1, 128))
+    q_out, k_out, scale = compute.model_nope(positions, q, k, config=get("llama-4-scout").config, layer=lp.index)
+    np.testing.assert_allclose(scale, expected, rtol=1e-14)
+    assert (q_out == q).all() and (k_out == k).all()
+
+
+def test_phi3_longrope_switch_at_original_max_position():
+    config = get("phi-3.5-mini").config
+    lp = layers("phi-3.5-mini")[0]
+    short, a_short = compute.inv_freq(lp.params, 4096, "t")
+    long, a_long = compute.inv_freq(lp.params, 4097, "t")
+    i = np.arange(48)
+    np.testing.assert_allclose(short, 1 / (np.array(config["rope_scaling"]["short_factor"]) * 1e4 ** (i / 48)))
+    np.testing.assert_allclose(long, 1 / (np.array(config["rope_scaling"]["long_factor"]) * 1e4 ** (i / 48)))
+    assert a_short == a_long == pytest.approx(math.sqrt(1 + math.log(32) / math.log(4096)))
+    with pytest.raises(SpecError, match="context_length"):
+        compute.inv_freq(lp.params, None, "t")
+
+
+def test_deepseek_softmax_multiplier_and_rope_suffix():
+    lite = layers("deepseek-v2-lite")[0]
+    g = 0.1 * 0.707 * math.log(40) + 1
+    assert lite.logit_scale == pytest.approx(g * g / math.sqrt(192), rel=1e-14)
+    _, a = compute.inv_freq(lite.params, None, "t")
+    assert a == 1.0  # mscale == mscale_all_dim: the cos/sin factor cancels
+    v3 = layers("deepseek-v3")[0]
+    assert (v3.params["partial"], v3.params["rotary_dim"], v3.params["layout"], v3.head_dim) == (
+        "suffix", 64, "interleaved_to_half", 192)
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 1, 192)), rng.normal(size=(2, 1, 192))
+    q_rot, _, _, _, _ = compute.model_rope(np.array([0, 4097]), q, k, config=get("deepseek-v3").config, layer=0)
+    np.testing.assert_array_equal(q_rot[:, :, :128], q[:, :, :128])  # the nope channels pass through
+    assert not np.allclose(q_rot[1, :, 128:], q[1, :, 128:])
+
+
+def test_gpt_oss_yarn_does_not_truncate():
+    ls = layers("gpt-oss-20b")
+    assert ls[0].params["truncate"] is False and ls[0].window == 128 and ls[1].window is None
+    w, a = compute.inv_freq(ls[0].params, None, "t")
+    w_trunc, _, _ = rope_scaling.rope_inv_freq(dim=64, base=150000.0, rope_type="yarn", factor=32.0,
+                                               original_max_position=4096, beta_fast=32.0, beta_slow=1.0)
+    assert not np.allclose(w, w_trunc, rtol=1e-9)
+    assert a == pytest.approx(0.1 * math.log(32) + 1)
+
+
+def test_neox_and_gptj_partial_rotary():
+    pythia = layers("pythia-160m")[0]
+    assert (pythia.params["rotary_dim"], pythia.params["partial"], pythia.params["layout"]) == (16, "prefix", "half")
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(3, 1, 64))
+    positions = np.array([0, 5, 2047])
+    q_rot, _, cos, _, _ = compute.model_rope(positions, q, q.copy(), config=get("pythia-160m").config, layer=0)
+    np.testing.assert_array_equal(q_rot[..., 16:], q[..., 16:])
+    expected = rope.rope_apply(q.transpose(1, 0, 2)[None], positions, rotary_dim=16)[0].transpose(1, 0, 2)
+    np.testing.assert_array_equal(q_rot, expected)
+    assert cos.shape == (3, 8)
+    gptj = layers("gpt-j-6b")[0]
+    assert (gptj.params["rotary_dim"], gptj.head_dim, gptj.params["layout"]) == (64, 256, "interleaved")
+
+
+def test_qwen_vl_mrope_sections():
+    vl2, vl3 = layers("qwen2-vl-7b")[0], layers("qwen3-vl-8b")[0]
+    assert (vl2.scheme, vl2.params["mrope_section"], vl2.params["mrope_layout"]) == ("mrope", [16, 24, 24], "chunked")
+    assert (vl3.params["mrope_section"], vl3.params["mrope_layout"], vl3.params["base"]) == (
+        [24, 20, 20], "interleaved", 5000000.0)
+    rng = np.random.default_rng(2)
+    q, k = rng.normal(size=(2, 7, 128)), rng.normal(size=(2, 1, 128))
+    same = np.array([[3, 900]] * 3)  # text tokens: equal streams reduce MRoPE to RoPE
+    q_rot = compute.model_rope(same, q, k, config=get("qwen2-vl-7b").config, layer=0)[0]
+    plain = rope.rope_apply(q.transpose(1, 0, 2)[None], [3, 900], base=1e6)[0].transpose(1, 0, 2)
+    np.testing.assert_array_equal(q_rot, plain)
+
+
+def test_alibi_t5_deberta_and_learned_offsets():
+    bloom = layers("bloom-560m")[0]
+    assert (bloom.scheme, bloom.params["num_heads"], bloom.params["bias_max"]) == ("alibi", 16, 8.0)
+    bias = compute.model_alibi([3], [0, 3], config=get("bloom-560m").config, layer=0)
+    np.testing.assert_allclose(bias[:, 0, 0], -3 * 2.0 ** -(0.5 * np.arange(1, 17)))
+    t5 = layers("t5-base")
+    assert [lp.params["direction"] for lp in (t5[0], t5[12])] == ["bidirectional", "unidirectional"]
+    assert resolve(get("t5-base").config).provenance.defaulted == {"relative_attention_max_distance": 128}
+    deb = layers("deberta-v3-base")[0]
+    assert (deb.params["max_relative_positions"], deb.params["position_buckets"], deb.params["pos_att_type"]) == (
+        512, 256, "c2p|p2c")
+    offsets = {name: layers(name)[0].params["offset"] for name in ("opt-125m", "bart-base", "roberta-base",
+                                                                     "bert-base-uncased", "gpt2")}
+    assert offsets == {"opt-125m": 2, "bart-base": 2, "roberta-base": 2, "bert-base-uncased": 0, "gpt2": 0}
+    rows = compute.model_learned(np.array([0, 2047]), config=get("opt-125m").config, layer=0)
+    assert rows.tolist() == [2, 2049]
+    with pytest.raises(SpecError) as info:
+        compute.model_learned(np.array([2048]), config=get("opt-125m").config, layer=0)
+    assert info.value.category == "out_of_range"
+    m2m = layers("m2m100-418m")[0]
+    assert (m2m.params["position_offset"], m2m.params["ladder"]) == (2, "t2t")
+    whisper = layers("whisper-small")
+    assert (whisper[0].scheme, whisper[12].scheme) == ("sinusoidal", "learned")
+
+
+def test_llama3_with_equal_band_factors_is_a_step():
+    config = {**LLAMA, "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                                        "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}}
+    lp = resolve(config).layers[0]
+    w, _ = compute.inv_freq(lp.params, None, "t")
+    plain = 1e4 ** -(np.arange(8) / 8)
+    np.testing.assert_array_equal(w, np.where(2 * np.pi / plain < 8192, plain, plain / 16.0))
+
+
+def test_interpretations_named_with_versions():
+    assert set(INTERPRETATIONS) == {"transformers-5", "transformers-4", "vllm"}
+    vllm = resolve(get("deepseek-v3").config, interpretation="vllm").layers[0]
+    assert vllm.params["yarn_convention"] == "vllm_deepseek"
+    phi = dict(get("phi-3.5-mini").config)
+    phi["rope_scaling"] = {**phi["rope_scaling"], "attention_factor": 1.0}
+    assert resolve(phi).layers[0].params["attention_factor"] == 1.0
+    assert "attention_factor" not in resolve(phi, interpretation="vllm").layers[0].params
+
+
+def test_unknown_keys_are_listed_never_an_error():
+    prov = resolve({**LLAMA, "my_flag": 3, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "x": 1}}).provenance
+    assert "my_flag" in prov.ignored and "rope_scaling.x" in prov.ignored
+    assert prov.defaulted["num_key_value_heads"] == 4
+
+
+@pytest.mark.parametrize("config,match", [
+    ({**LLAMA, "rope_scaling": {"rope_type": "ntk_by_parts", "factor": 2.0}}, "known: default, linear"),
+    ({**LLAMA, "rope_scaling": {"rope_type": "yarn"}}, "needs factor"),
+    ({**LLAMA, "rope_scaling": {"rope_type": "linear", "factor": -1.0}}, "factor=-1.0"),
+    ({**LLAMA, "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 7, "long_factor": [1.0] * 8},
+      "original_max_position_embeddings": 1024}, "short_factor must be a list of rotary_dim/2 = 8 numbers"),
+    ({**LLAMA, "layer_types": ["full_attention"]}, "layer_types must list one type per layer"),
+    ({**LLAMA, "hidden_size": 66}, "hidden_size=66 is not a multiple of num_attention_heads=4"),
+    ({**LLAMA, "model_type": "no_such_model"}, "not one posenc-ref reads"),
+    ({**LLAMA, "rope_parameters": {"full_attention": {"rope_theta": 1e4}}, "layer_types": ["sliding_attention"] * 2},
+     "no entry for layer type 'sliding_attention'"),
+])
+def test_bad_configs_name_the_key_and_value(config, match):
+    with pytest.raises(SpecError, match=match):
+        resolve(config)
+
+
+def test_bad_files_and_objects(tmp_path):
+    text = tmp_path / "config.json"
+    text.write_text("{not json")
+    with pytest.raises(SpecError, match="is not a JSON file"):
+        resolve(text)
+    text.write_text("[1, 2]")
+    with pytest.raises(SpecError, match="must hold a JSON object, got a JSON list"):
+        resolve(str(text))
+    with pytest.raises(TypeError):
+        resolve(42)
+    text.write_text(json.dumps(LLAMA))
+    assert resolve(text).num_layers == 2
+
+
+def test_model_ops_check_their_inputs():
+    q, k = np.ones((2, 2, 16)), np.ones((2, 1, 16))
+    with pytest.raises(SpecError, match="GQA ratio"):  # LLAMA has 4 key heads for 4 query heads: ratio 1
+        compute.model_rope([0, 1], q, k, config=LLAMA, layer=0)
+    wide = {**LLAMA, "num_key_value_heads": 1}
+    assert compute.model_rope([0, 1], q, k, config=wide, layer=0)[0].shape == (2, 2, 16)
+    with pytest.raises(SpecError, match="whole number of heads"):
+        compute.model_rope([0, 1], np.ones((2, 3, 16)), np.ones((2, 2, 16)), config=wide, layer=0)
+    with pytest.raises(SpecError, match="layer must be an integer in"):
+        compute.model_rope([0, 1], k, k, config=LLAMA, layer=5)
+    with pytest.raises(TypeError):
+        compute.model_rope([0, 1], k, k, config="llama", layer=0)
+
+
+def test_resolving_the_catalogue_and_building_its_cases_is_fast():
+    start = time.perf_counter()
+    for entry in CATALOGUE.values():
+        resolve(entry.config)
+    from posenc_ref.records import models
+    cases = [c for op in models.RECORDS for c in op.cases]
+    for case in cases[:20]:
+        case.make_inputs()
+    assert time.perf_counter() - start < 10
+    assert len(cases) >= 60
