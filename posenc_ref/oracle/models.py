@@ -156,14 +156,20 @@ def _rotate(x: NDArray[Any], turns: list[list[tuple[Any, Any]]], pairs: list[Any
     return out
 
 
+def _mrope_stream(i: int, section: Any, layout: str) -> int:
+    """The position stream (0 = T, 1 = H, 2 = W) pair ``i`` reads, as Qwen2-VL / Qwen3-VL define it."""
+    s_t, s_h, s_w = (int(v) for v in section)
+    if layout == "chunked":
+        return 0 if i < s_t else (1 if i < s_t + s_h else 2)
+    return 1 if (i % 3 == 1 and i < 3 * s_h) else (2 if (i % 3 == 2 and i < 3 * s_w) else 0)
+
+
 def rope(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
     lp = _layer(params)
     freqs, a = frequencies(lp.params, params.get("context_length"))
     positions = np.asarray(inputs["positions"]).astype(np.int64)
     if lp.scheme == "mrope":
-        from posenc_ref.rope_variants import mrope_stream
-        s = lp.params["mrope_section"]
-        stream = mrope_stream(len(freqs), (s[0], s[1], s[2]), lp.params["mrope_layout"]).tolist()
+        stream = [_mrope_stream(i, lp.params["mrope_section"], lp.params["mrope_layout"]) for i in range(len(freqs))]
         per_pair = [[int(positions[stream[i], t]) for i in range(len(freqs))] for t in range(positions.shape[1])]
         time = positions[0].tolist()
     else:
