@@ -3,4 +3,4 @@
 Written by ``posenc-ref golden generate`` (:func:`posenc_ref.corpus.record_shipped_digest`); never edit by hand.
 """
 
-MANIFEST_SHA256 = "07e7576db934783037e1349eaf2901e8c51c59a9dbfb7f0b16b88ad96407428d"
+MANIFEST_SHA256 = "f2ba96fc7c24385b4dd255b6f927f11982173fbda7c86abfe9b5bf1e8bff7bf6"

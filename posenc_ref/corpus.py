@@ -76,6 +76,12 @@ FLAGS: Final[dict[str, dict[str, str]]] = {
         "targets": "floor/ceil/round confusion and log computed in float32, which move an input across a bucket "
                    "edge",
     },
+    "Model": {
+        "meaning": "a model case: the op's parameters are a real model's config.json as given (model.* ops), read "
+                   "per layer by the config's rules (docs/models.md)",
+        "targets": "an engine's own config parsing: keys ignored or misread (an attention_factor dropped, sliding "
+                   "layers scaled, rope_parameters read as rope_scaling), per-layer rules applied to the wrong layers",
+    },
     "NonFinite": {
         "meaning": "an output defined as NaN or infinity by the op's documented edge-case policy",
         "targets": "NaN propagation policies applied silently (zeros or uniform weights where NaN is specified), "
