@@ -43,6 +43,7 @@ from posenc_ref.registry import get_op
 from posenc_ref.runner.adapters import as_output_array, error_category, normalise_outputs, supports
 from posenc_ref.runner.diagnosis import diagnose
 from posenc_ref.runner.expectations import Expectation
+from posenc_ref.runner.models import call_model, diagnose_model, is_model_op, model_supports, uses_run_model
 from posenc_ref.tolerance import Comparison, Policy, compare, policy
 
 STATUSES: Final = ("pass", "pass_relaxed", "fail", "error", "wrong_error", "not_applicable", "xfail", "xpass", "skip")
@@ -352,8 +353,10 @@ def run_case(adapter: Any, worker: Worker | None, loaded: corpus.Corpus, entry: 
     if whole_case and whole_case.status == "skip":
         return [Result(output=o, status="skip", message=whole_case.reason, expectation=whole_case, **base)
                 for o in outputs]
+    model_level = uses_run_model(adapter, op_name)
     try:
-        reason = supports(adapter, op_name, entry["params"], error_case=bool(entry.get("expected_error")))
+        reason = (model_supports(adapter, entry["params"]) if model_level else
+                  supports(adapter, op_name, entry["params"], error_case=bool(entry.get("expected_error"))))
     except Exception as exc:  # adapter code
         return every("error", f"adapter supports() raised {type(exc).__name__}: {exc}")
     if reason:
@@ -366,6 +369,8 @@ def run_case(adapter: Any, worker: Worker | None, loaded: corpus.Corpus, entry: 
     inputs = {k: v.copy() for k, v in golden.inputs.items()}
     t0 = time.monotonic()
     def call() -> Any:
+        if model_level:
+            return call_model(adapter, op_name, golden.params, inputs)
         return adapter.run(op_name, dict(golden.params), inputs)
 
     try:
@@ -419,7 +424,8 @@ def run_case(adapter: Any, worker: Worker | None, loaded: corpus.Corpus, entry: 
                               tolerance_source=source, expectation=expectation, seconds=seconds, **base))
     if failing:
         try:
-            found = diagnose(get_op(op_name), golden.params, golden.inputs, failing, dtype)
+            check = diagnose_model if is_model_op(op_name) else diagnose
+            found = check(get_op(op_name), golden.params, golden.inputs, failing, dtype)
         except KeyError:
             found = []
         for result in results:
