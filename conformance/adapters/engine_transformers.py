@@ -1,0 +1,185 @@
+"""transformers 5.x as an engine under test: each model's own rotary module, built from the config.
+
+A model-level adapter (``run_model``, see ``posenc_ref/runner/models.py``): for a model case it
+builds the model's configuration class from the config dict exactly as the case carries it
+(``AutoConfig.for_model``; multimodal configs through ``get_text_config()``), builds the text
+model on the ``meta`` device (no weights are allocated, so hidden sizes do not matter), and from
+it takes
+
+* the layer's attention module: ``scaling`` (the logit multiplier), ``layer_type``, ``use_rope``
+  (NoPE layers) and the Llama 4 temperature attributes;
+* the model's rotary module, rebuilt on the CPU from the same config (``type(model.rotary_emb)
+  (config)``), called as the model calls it (with the layer type where the model keys rope
+  parameters by layer type), with the case's positions as ``position_ids``: its cos/sin carry
+  ``attention_scaling`` as transformers multiplies it in, and dynamic NTK / LongRoPE select on
+  ``max(position_ids) + 1`` as in a forward pass;
+* the modeling file's own ``apply_rotary_pos_emb`` on the case's q and k (``(1, H, T, D)``,
+  float32), with the split the attention forward makes where it makes one (Phi's
+  ``rotary_ndims``).
+
+So transformers' config parsing (``rope_scaling`` -> ``rope_parameters`` standardisation,
+defaults of the config class, per-layer-type nesting) and its rope initialisation functions are
+what is under test; the harness adds no formula of its own. Temperature tuning (Llama 4) is the
+one per-position rule the harness reads from the attention module's attributes, because
+transformers computes it inline in the attention forward.
+
+Covered: the ``model.rope`` and ``model.nope`` ops for the model types in :data:`ROTATION`;
+every other model case is ``not_applicable`` with the reason (the op, or a model type whose
+rotation path the harness does not build). Computes in float32 (transformers forces float32
+for cos/sin).
+
+    posenc-ref conformance conformance/adapters/engine_transformers.py:ADAPTER --ops model.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib
+import inspect
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+OPS = ("model.rope", "model.nope")
+ROTATION = {
+    # model_type -> how the attention forward applies the modeling file's apply_rotary_pos_emb
+    "llama": "full", "mistral": "full", "mixtral": "full", "ministral": "full", "ministral3": "full",
+    "qwen2": "full", "qwen3": "full", "qwen3_moe": "full", "qwen2_moe": "full",
+    "gemma": "full", "gemma2": "full", "gemma3_text": "full",
+    "gpt_oss": "full", "gpt_neox": "full", "phi3": "full", "olmo2": "full", "olmo": "full",
+    "cohere": "full", "cohere2": "full", "glm4": "full", "glm": "full", "smollm3": "full",
+    "falcon": "full", "stablelm": "full", "starcoder2": "full", "granite": "full",
+    "phi": "rotary_ndims",
+}
+"""Model types whose rotation the harness builds: ``full`` passes the whole head to
+``apply_rotary_pos_emb`` (partial rotary handled inside it), ``rotary_ndims`` splits at the
+attention module's ``rotary_ndims`` first, as Phi's attention forward does."""
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+@functools.lru_cache(maxsize=64)
+def _built(config_json: str) -> tuple[Any, Any, Any]:
+    """(text config, meta text model, modeling module) for a config given as JSON text."""
+    torch = _torch()
+    from transformers import AutoConfig, AutoModel
+
+    raw = json.loads(config_json)
+    raw.pop("architectures", None)
+    model_type = raw.pop("model_type")
+    config = AutoConfig.for_model(model_type, **raw)
+    text = config.get_text_config()
+    text._attn_implementation = "eager"
+    with torch.device("meta"):
+        model = AutoModel.from_config(text)
+    module = importlib.import_module(type(model).__module__)
+    return text, model, module
+
+
+def _layers(model: Any) -> Any:
+    for path in ("layers", "h", "model.layers", "language_model.layers"):
+        node = model
+        try:
+            for part in path.split("."):
+                node = getattr(node, part)
+            return node
+        except AttributeError:
+            continue
+    raise LookupError(f"{type(model).__name__} has no decoder layer list")
+
+
+def _attention(layer: Any) -> Any:
+    for name in ("self_attn", "self_attention", "attention", "attn"):
+        if hasattr(layer, name):
+            return getattr(layer, name)
+    raise LookupError(f"{type(layer).__name__} has no attention module")
+
+
+class TransformersEngine:
+    """transformers 5.x building each model's own rotary and attention modules from the config."""
+
+    name = "transformers-engine"
+    dtype = "float32"
+
+    def __init__(self) -> None:
+        try:
+            import transformers
+
+            self.version = f"transformers {transformers.__version__}, torch {_torch().__version__}"
+        except ImportError:
+            self.version = "transformers not installed"
+
+    def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
+        return f"{op}: a model-level engine (run_model) runs model cases only"
+
+    def supports_model(self, config: Mapping[str, Any]) -> bool | str:
+        model_type = _text_type(config)
+        if model_type not in ROTATION:
+            return f"transformers' {model_type!r}: the harness does not build this model type's rotation path"
+        return True
+
+    def run_model(self, config: dict[str, Any], layer: int, inputs: Mapping[str, Any], *, op: str,
+                  context_length: int | None = None) -> dict[str, Any]:
+        torch = _torch()
+        if op not in OPS:
+            raise NotImplementedError(f"{op} is not covered by this engine harness (covers {', '.join(OPS)})")
+        text, model, module = _built(json.dumps(config, sort_keys=True))
+        attn = _attention(_layers(model)[layer])
+        positions = np.asarray(inputs["positions"])
+        q = torch.tensor(np.asarray(inputs["q"]), dtype=torch.float32).transpose(0, 1)[None]  # (1, H, T, D)
+        k = torch.tensor(np.asarray(inputs["k"]), dtype=torch.float32).transpose(0, 1)[None]
+        position_ids = torch.tensor(positions, dtype=torch.int64)[None]
+        scale = np.full(positions.shape[-1], float(attn.scaling))
+        if getattr(attn, "attn_temperature_tuning", False) and not getattr(attn, "use_rope", True):
+            # Llama 4: the attention forward multiplies q by this on NoPE layers (modeling_llama4).
+            p = torch.tensor(positions, dtype=torch.float32)
+            temp = torch.log1p(torch.floor((p + 1.0) / attn.floor_scale)) * attn.attn_scale + 1.0
+            scale = scale * temp.double().numpy()
+        out: dict[str, Any] = {"logit_scale": scale}
+        if not getattr(attn, "use_rope", True) or op == "model.nope":
+            return {**out, "q_rot": inputs["q"], "k_rot": inputs["k"]}
+        with torch.device("cpu"):
+            rotary = type(model.rotary_emb)(config=text)
+        call_args: tuple[Any, ...] = (q, position_ids)
+        if "layer_type" in inspect.signature(rotary.forward).parameters:
+            call_args += (attn.layer_type,)
+        with torch.no_grad():
+            cos, sin = rotary(*call_args)
+            if ROTATION[_text_type(config)] == "rotary_ndims":
+                r = attn.rotary_ndims
+                q_r, k_r = module.apply_rotary_pos_emb(q[..., :r], k[..., :r], cos, sin)
+                q_rot, k_rot = torch.cat((q_r, q[..., r:]), -1), torch.cat((k_r, k[..., r:]), -1)
+            else:
+                q_rot, k_rot = module.apply_rotary_pos_emb(q, k, cos, sin)
+        return {**out, "q_rot": q_rot[0].transpose(0, 1).double().numpy(),
+                "k_rot": k_rot[0].transpose(0, 1).double().numpy(), **_per_pair(cos[0], sin[0])}
+
+
+def _text_type(config: Mapping[str, Any]) -> str:
+    text = config.get("text_config")
+    if isinstance(text, Mapping) and "model_type" in text:
+        return str(text["model_type"])
+    model_type = str(config.get("model_type"))
+    return {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen2_vl": "qwen2_vl_text"}.get(model_type, model_type)
+
+
+def _per_pair(cos: Any, sin: Any) -> dict[str, Any]:
+    """cos/sin ``(T, R)`` as transformers lays them out (halves repeated, or each value twice)
+    -> one column per pair ``(T, R/2)``."""
+    c, s = cos.double().numpy(), sin.double().numpy()
+    half = c.shape[-1] // 2
+    if np.array_equal(c[:, :half], c[:, half:]) and np.array_equal(s[:, :half], s[:, half:]):
+        return {"cos": c[:, :half], "sin": s[:, :half]}
+    if np.array_equal(c[:, 0::2], c[:, 1::2]) and np.array_equal(s[:, 0::2], s[:, 1::2]):
+        return {"cos": c[:, 0::2], "sin": s[:, 0::2]}
+    raise ValueError(f"cos/sin of width {c.shape[-1]} are neither half- nor interleave-repeated")
+
+
+ADAPTER = TransformersEngine()
