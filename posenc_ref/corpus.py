@@ -87,7 +87,9 @@ def _jsonable(params: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in params.items():
         if isinstance(value, (np.integer, np.floating)):
             value = value.item()
-        if not isinstance(value, (int, float, str, bool, type(None))):
+        if isinstance(value, (dict, list)):  # a model case's config: a JSON object, kept as it is
+            value = json.loads(json.dumps(value))
+        elif not isinstance(value, (int, float, str, bool, type(None))):
             raise TypeError(f"parameter {key}={value!r} is not JSON-serialisable")
         out[key] = value
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import alibi, attention, deberta, grid2d, learned, relative, rope, sinusoidal, t5
+from posenc_ref.records import alibi, attention, deberta, grid2d, learned, models, relative, rope, sinusoidal, t5
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,
@@ -22,6 +22,7 @@ OPS: Final[tuple[OpRecord, ...]] = (
     *deberta.RECORDS,
     *relative.RECORDS,
     *attention.RECORDS,
+    *models.RECORDS,
 )
 
 RETIRED: Final[tuple[tuple[str, str], ...]] = ()

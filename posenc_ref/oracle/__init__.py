@@ -18,7 +18,7 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import absolute, attention, attention_positional, bias, relative, rope
+from posenc_ref.oracle import absolute, attention, attention_positional, bias, models, relative, rope
 from posenc_ref.oracle._common import DPS, Oracle, to_float64
 
 ORACLES: Final[dict[str, Oracle]] = {
@@ -28,6 +28,7 @@ ORACLES: Final[dict[str, Oracle]] = {
     **relative.ORACLES,
     **rope.ORACLES,
     **bias.ORACLES,
+    **models.ORACLES,
 }
 
 __all__ = ["DPS", "ORACLES", "Oracle", "expected", "to_float64"]

@@ -1,0 +1,103 @@
+"""Reading a config while recording which keys were read, defaulted and left unread."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from posenc_ref.errors import SpecError
+
+FUNC = "resolve"
+
+
+def load_config(config: Any) -> dict[str, Any]:
+    """The config as a dict: a mapping as given, or a ``config.json`` read from a path."""
+    if isinstance(config, Mapping):
+        return dict(config)
+    if not isinstance(config, (str, Path)):
+        raise TypeError(f"{FUNC}: config must be a mapping or a path to a config.json, got {type(config).__name__}")
+    path = Path(config)
+    if not path.is_file():
+        raise SpecError(f"{FUNC}: config={str(path)!r} is not a file", category="invalid_argument")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpecError(f"{FUNC}: config={str(path)!r} is not a JSON file ({exc})") from None
+    if not isinstance(value, dict):
+        raise SpecError(f"{FUNC}: config={str(path)!r} must hold a JSON object, got a JSON {type(value).__name__}")
+    return value
+
+
+class Reader:
+    """Key access on one (possibly nested) config mapping that remembers every read.
+
+    ``prefix`` is the dotted path of the mapping in the whole config (``"text_config."``).
+    """
+
+    def __init__(self, data: Mapping[str, Any], prefix: str = "", *, parent: Reader | None = None) -> None:
+        self.data, self.prefix = data, prefix
+        root = parent.root if parent else self
+        self.root: Reader = root
+        if parent is None:
+            self.read: dict[str, Any] = {}
+            self.defaulted: dict[str, Any] = {}
+            self.notes: list[str] = []
+
+    def has(self, key: str) -> bool:
+        return key in self.data and self.data[key] is not None
+
+    def get(self, key: str, default: Any = None, *, record_default: bool = True) -> Any:
+        """``data[key]`` (recorded as read), else ``default`` (recorded as defaulted)."""
+        if self.has(key):
+            self.root.read[self.prefix + key] = self.data[key]
+            return self.data[key]
+        if record_default and default is not None:
+            self.root.defaulted[self.prefix + key] = default
+        elif key in self.data:  # present as null: read, meaning "none"
+            self.root.read[self.prefix + key] = None
+        return default
+
+    def require(self, key: str) -> Any:
+        if not self.has(key):
+            raise SpecError(f"{FUNC}: the config needs {self.prefix + key}, which is missing")
+        return self.get(key)
+
+    def integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
+        value = self.get(key, default) if default is not None else self.require(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise SpecError(f"{FUNC}: {self.prefix + key} must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def number(self, key: str, default: float | None = None, *, positive: bool = True) -> float:
+        value = self.get(key, default) if default is not None else self.require(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"{FUNC}: {self.prefix + key} must be a number, got {value!r}")
+        if positive and not value > 0:
+            raise SpecError(f"{FUNC}: {self.prefix + key} must be > 0, got {value!r}")
+        return float(value)
+
+    def child(self, key: str) -> Reader:
+        value = self.data[key]
+        if not isinstance(value, Mapping):
+            raise SpecError(f"{FUNC}: {self.prefix + key} must be an object, got {value!r}")
+        self.root.read.setdefault(self.prefix + key, "{...}")
+        return Reader(value, f"{self.prefix}{key}.", parent=self)
+
+    def note(self, text: str) -> None:
+        self.root.notes.append(text)
+
+    def ignored(self, whole: Mapping[str, Any]) -> tuple[str, ...]:
+        """Keys of ``whole`` (and of nested objects that were entered) that were never read."""
+        out: list[str] = []
+
+        def walk(mapping: Mapping[str, Any], prefix: str) -> None:
+            for key, value in mapping.items():
+                name = prefix + key
+                if name in self.read and self.read[name] == "{...}" and isinstance(value, Mapping):
+                    walk(value, name + ".")
+                elif name not in self.read:
+                    out.append(name)
+        walk(whole, "")
+        return tuple(out)

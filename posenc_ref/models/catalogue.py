@@ -1,0 +1,233 @@
+"""The catalogue: the position-relevant fields of real, public model configs, each with its source.
+
+Each entry's ``config`` holds only the keys that decide positions (and those the resolver needs
+to read them: model type, widths, head and layer counts), spelled and typed exactly as the
+model's ``config.json`` on the Hugging Face hub has them. ``sources`` says where the values come
+from: ``config.json`` (the hub file), ``defaults`` (the transformers config class whose default
+fills a key the file leaves out) and ``checked`` (how the values were confirmed: a second public
+copy of the file, or not). Only numbers are copied, never weights or text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from posenc_ref.models._factors import PHI35_LONG, PHI35_SHORT
+
+_COPY = "a public copy of this config.json (a test fixture or model dump citing the hub file) gives the same values"
+_CANON = "values as published in the hub file; not cross-checked against a second copy"
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """One catalogued model: its name, family, position-relevant config and sources."""
+
+    name: str
+    family: str
+    config: Mapping[str, Any]
+    sources: Mapping[str, str]
+
+
+def _entry(name: str, family: str, hub: str, config: dict[str, Any], checked: str, defaults: str = ""
+           ) -> CatalogueEntry:
+    sources = {"config.json": f"https://huggingface.co/{hub}/blob/main/config.json", "checked": checked}
+    if defaults:
+        sources["defaults"] = defaults
+    return CatalogueEntry(name, family, config, sources)
+
+
+def _llama(hidden: int, heads: int, kv: int, layers: int, max_pos: int, theta: float, **extra: Any) -> dict[str, Any]:
+    return {"model_type": "llama", "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": kv,
+            "num_hidden_layers": layers, "max_position_embeddings": max_pos, "rope_theta": theta, **extra}
+
+
+def _llama3(factor: float) -> dict[str, Any]:
+    return {"factor": factor, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192, "rope_type": "llama3"}
+
+
+def _qwen2(max_pos: int, **extra: Any) -> dict[str, Any]:
+    return {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+            "num_hidden_layers": 28, "max_position_embeddings": max_pos, "rope_theta": 1000000.0,
+            "sliding_window": 131072, "use_sliding_window": False, "max_window_layers": 28, **extra}
+
+
+def _gemma3(hidden: int, heads: int, kv: int, head_dim: int, layers: int, scalar: int) -> dict[str, Any]:
+    return {"model_type": "gemma3", "text_config": {
+        "model_type": "gemma3_text", "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": kv,
+        "head_dim": head_dim, "num_hidden_layers": layers, "query_pre_attn_scalar": scalar, "sliding_window": 1024,
+        "sliding_window_pattern": 6, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0}}
+
+
+_GEMMA3_DEFAULTS = ("transformers Gemma3TextConfig defaults (models/gemma3/configuration_gemma3.py): "
+                    "max_position_embeddings 131072")
+_SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
+
+_ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
+    _entry("llama-2-7b", "llama", "meta-llama/Llama-2-7b-hf",
+           _llama(4096, 32, 32, 32, 4096, 10000.0), _CANON),
+    _entry("llama-3-8b", "llama", "meta-llama/Meta-Llama-3-8B",
+           _llama(4096, 32, 8, 32, 8192, 500000.0), _CANON),
+    _entry("llama-3.1-8b", "llama", "meta-llama/Llama-3.1-8B",
+           _llama(4096, 32, 8, 32, 131072, 500000.0, rope_scaling=_llama3(8.0)), _CANON),
+    _entry("llama-3.2-1b", "llama", "meta-llama/Llama-3.2-1B",
+           _llama(2048, 32, 8, 16, 131072, 500000.0, head_dim=64, rope_scaling=_llama3(32.0)), _CANON),
+    _entry("llama-4-scout", "llama4", "meta-llama/Llama-4-Scout-17B-16E", {
+        "model_type": "llama4", "text_config": {
+            "model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "num_key_value_heads": 8,
+            "head_dim": 128, "num_hidden_layers": 48, "max_position_embeddings": 262144, "rope_theta": 500000.0,
+            "rope_scaling": _llama3(8.0), "attn_temperature_tuning": 4, "floor_scale": 8192, "attn_scale": 0.1,
+            "attention_chunk_size": 8192, "use_qk_norm": True,
+            "no_rope_layers": [0 if (i + 1) % 4 == 0 else 1 for i in range(48)]}}, _COPY),
+    _entry("mistral-7b-v0.1", "mistral", "mistralai/Mistral-7B-v0.1", {
+        "model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "num_hidden_layers": 32, "max_position_embeddings": 32768, "rope_theta": 10000.0, "sliding_window": 4096},
+        _CANON),
+    _entry("mixtral-8x7b", "mixtral", "mistralai/Mixtral-8x7B-v0.1", {
+        "model_type": "mixtral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "num_hidden_layers": 32, "max_position_embeddings": 32768, "rope_theta": 1000000.0, "sliding_window": None},
+        _CANON),
+    _entry("qwen2-7b", "qwen2", "Qwen/Qwen2-7B", _qwen2(131072), _CANON),
+    _entry("qwen2.5-7b-instruct", "qwen2", "Qwen/Qwen2.5-7B-Instruct", _qwen2(32768), _CANON),
+    _entry("qwen2.5-7b-instruct-yarn4", "qwen2", "Qwen/Qwen2.5-7B-Instruct",
+           _qwen2(32768, rope_scaling={"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}),
+           "the model card's long-context setting (rope_scaling added to the hub config.json, as the card says)"),
+    _entry("qwen3-8b", "qwen3", "Qwen/Qwen3-8B", {
+        "model_type": "qwen3", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "head_dim": 128, "num_hidden_layers": 36, "max_position_embeddings": 40960, "rope_theta": 1000000.0},
+        _CANON),
+    _entry("qwen2-vl-7b", "qwen2-vl", "Qwen/Qwen2-VL-7B-Instruct", {
+        "model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+        "num_hidden_layers": 28, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}, _COPY),
+    _entry("qwen3-vl-8b", "qwen3-vl", "Qwen/Qwen3-VL-8B-Instruct", {
+        "model_type": "qwen3_vl", "text_config": {
+            "model_type": "qwen3_vl_text", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128, "num_hidden_layers": 36, "max_position_embeddings": 262144, "rope_theta": 5000000,
+            "rope_scaling": {"mrope_interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"}}},
+        _COPY),
+    _entry("gemma-2-9b", "gemma2", "google/gemma-2-9b", {
+        "model_type": "gemma2", "hidden_size": 3584, "num_attention_heads": 16, "num_key_value_heads": 8,
+        "head_dim": 256, "num_hidden_layers": 42, "max_position_embeddings": 8192, "rope_theta": 10000.0,
+        "query_pre_attn_scalar": 256, "sliding_window": 4096}, _CANON),
+    _entry("gemma-3-4b", "gemma3", "google/gemma-3-4b-pt", _gemma3(2560, 8, 4, 256, 34, 256), _COPY,
+           _GEMMA3_DEFAULTS),
+    _entry("gemma-3-27b", "gemma3", "google/gemma-3-27b-pt", _gemma3(5376, 32, 16, 128, 62, 168), _COPY,
+           _GEMMA3_DEFAULTS),
+    _entry("phi-3-mini-4k", "phi3", "microsoft/Phi-3-mini-4k-instruct", {
+        "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
+        "num_hidden_layers": 32, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0, "rope_scaling": None, "sliding_window": 2047}, _CANON),
+    _entry("phi-3.5-mini", "phi3", "microsoft/Phi-3.5-mini-instruct", {
+        "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
+        "num_hidden_layers": 32, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0, "rope_scaling": {"long_factor": PHI35_LONG, "short_factor": PHI35_SHORT,
+                                                 "type": "longrope"}, "sliding_window": 262144}, _COPY),
+    _entry("deepseek-v2-lite", "deepseek-v2", "deepseek-ai/DeepSeek-V2-Lite", {
+        "model_type": "deepseek_v2", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16,
+        "num_hidden_layers": 27, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
+        "rope_theta": 10000, "rope_scaling": {
+            "beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707,
+            "original_max_position_embeddings": 4096, "type": "yarn"}}, _COPY),
+    _entry("deepseek-v3", "deepseek-v3", "deepseek-ai/DeepSeek-V3", {
+        "model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "num_key_value_heads": 128,
+        "num_hidden_layers": 61, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
+        "rope_theta": 10000, "rope_scaling": {
+            "beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+            "original_max_position_embeddings": 4096, "type": "yarn"}}, _CANON,
+           "transformers DeepseekV3Config default rope_interleave=True (models/deepseek_v3/configuration_deepseek_v3.py)"),
+    _entry("gpt-oss-20b", "gpt-oss", "openai/gpt-oss-20b", {
+        "model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64, "num_key_value_heads": 8,
+        "head_dim": 64, "num_hidden_layers": 24, "max_position_embeddings": 131072, "rope_theta": 150000,
+        "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                         "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False},
+        "sliding_window": 128,
+        "layer_types": ["sliding_attention", "full_attention"] * 12}, _CANON),
+    _entry("gpt-neox-20b", "gpt-neox", "EleutherAI/gpt-neox-20b", {
+        "model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64, "num_hidden_layers": 44,
+        "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}, _CANON),
+    _entry("pythia-160m", "gpt-neox", "EleutherAI/pythia-160m", {
+        "model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+        "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}, _CANON),
+    _entry("gpt-j-6b", "gptj", "EleutherAI/gpt-j-6b", {
+        "model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28, "rotary_dim": 64, "n_positions": 2048},
+        _CANON),
+    _entry("phi-2", "phi", "microsoft/phi-2", {
+        "model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32, "num_key_value_heads": 32,
+        "num_hidden_layers": 32, "partial_rotary_factor": 0.4, "rope_theta": 10000.0,
+        "max_position_embeddings": 2048}, _CANON),
+    _entry("falcon-7b", "falcon", "tiiuae/falcon-7b", {
+        "model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "num_hidden_layers": 32,
+        "multi_query": True, "alibi": False, "new_decoder_architecture": False}, _CANON,
+           "transformers FalconConfig defaults (models/falcon/configuration_falcon.py): max_position_embeddings "
+           "2048, rope_theta 10000.0"),
+    _entry("bloom-560m", "bloom", "bigscience/bloom-560m", {
+        "model_type": "bloom", "hidden_size": 1024, "n_head": 16, "n_layer": 24}, _CANON),
+    _entry("mpt-7b", "mpt", "mosaicml/mpt-7b", {
+        "model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "max_seq_len": 2048,
+        "attn_config": {"alibi": True, "alibi_bias_max": 8}}, _COPY),
+    _entry("t5-base", "t5", "google-t5/t5-base", {
+        "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12, "num_decoder_layers": 12,
+        "relative_attention_num_buckets": 32}, _CANON,
+           "transformers T5Config default relative_attention_max_distance=128 (models/t5/configuration_t5.py)"),
+    _entry("flan-t5-base", "t5", "google/flan-t5-base", {
+        "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12, "num_decoder_layers": 12,
+        "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}, _CANON),
+    _entry("bert-base-uncased", "bert", "google-bert/bert-base-uncased", {
+        "model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+        "max_position_embeddings": 512, "position_embedding_type": "absolute"}, _CANON),
+    _entry("roberta-base", "roberta", "FacebookAI/roberta-base", {
+        "model_type": "roberta", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+        "max_position_embeddings": 514, "pad_token_id": 1}, _CANON),
+    _entry("bart-base", "bart", "facebook/bart-base", {
+        "model_type": "bart", "d_model": 768, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 12,
+        "decoder_attention_heads": 12, "max_position_embeddings": 1024}, _CANON),
+    _entry("opt-125m", "opt", "facebook/opt-125m", {
+        "model_type": "opt", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+        "max_position_embeddings": 2048}, _CANON),
+    _entry("gpt2", "gpt2", "openai-community/gpt2", {
+        "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024}, _CANON),
+    _entry("whisper-small", "whisper", "openai/whisper-small", {
+        "model_type": "whisper", "d_model": 768, "encoder_layers": 12, "decoder_layers": 12,
+        "encoder_attention_heads": 12, "decoder_attention_heads": 12, "max_source_positions": 1500,
+        "max_target_positions": 448}, _CANON),
+    _entry("opus-mt-en-de", "marian", "Helsinki-NLP/opus-mt-en-de", {
+        "model_type": "marian", "d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8,
+        "decoder_attention_heads": 8, "max_position_embeddings": 512}, _CANON),
+    _entry("m2m100-418m", "m2m100", "facebook/m2m100_418M", {
+        "model_type": "m2m_100", "d_model": 1024, "encoder_layers": 12, "decoder_layers": 12,
+        "encoder_attention_heads": 16, "decoder_attention_heads": 16, "max_position_embeddings": 1024,
+        "pad_token_id": 1}, _CANON),
+    _entry("vit-base-patch16-224", "vit", "google/vit-base-patch16-224", {
+        "model_type": "vit", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+        "image_size": 224, "patch_size": 16}, _CANON),
+    _entry("dinov2-base", "dinov2", "facebook/dinov2-base", {
+        "model_type": "dinov2", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+        "image_size": 518, "patch_size": 14}, _CANON),
+    _entry("deberta-v3-base", "deberta-v2", "microsoft/deberta-v3-base", {
+        "model_type": "deberta-v2", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+        "max_position_embeddings": 512, "relative_attention": True, "max_relative_positions": -1,
+        "position_buckets": 256, "pos_att_type": ["p2c", "c2p"], "position_biased_input": False}, _CANON),
+    _entry("smollm3-3b", "smollm3", "HuggingFaceTB/SmolLM3-3B", {
+        "model_type": "smollm3", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
+        "num_hidden_layers": 36, "max_position_embeddings": 65536, "rope_theta": 5000000.0,
+        "no_rope_layer_interval": 4, "no_rope_layers": _SMOLLM3_NOPE}, _COPY),
+    _entry("olmo-2-7b", "olmo2", "allenai/OLMo-2-1124-7B", {
+        "model_type": "olmo2", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 32,
+        "num_hidden_layers": 32, "max_position_embeddings": 4096, "rope_theta": 500000}, _CANON),
+    _entry("command-r", "cohere", "CohereForAI/c4ai-command-r-v01", {
+        "model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 64,
+        "num_hidden_layers": 40, "max_position_embeddings": 8192, "rope_theta": 8000000.0}, _COPY),
+)
+
+CATALOGUE: Final[Mapping[str, CatalogueEntry]] = {entry.name: entry for entry in _ENTRIES}
+
+
+def get(name: str) -> CatalogueEntry:
+    """The catalogue entry ``name``; ``KeyError`` listing the names otherwise."""
+    if name not in CATALOGUE:
+        raise KeyError(f"unknown model {name!r}; catalogued: {', '.join(CATALOGUE)}")
+    return CATALOGUE[name]

@@ -1,0 +1,384 @@
+"""The resolver: a model config to the positional encoding of every attention layer.
+
+Readings follow transformers 5.x (``INTERPRETATIONS["transformers-5"]``) unless another named
+interpretation is asked for; docs/models.md pins the reading of every key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from posenc_ref.errors import SpecError
+from posenc_ref.models import _rope
+from posenc_ref.models._reader import FUNC, Reader, load_config
+
+INTERPRETATIONS: Final[dict[str, str]] = {
+    "transformers-5": "transformers 5.x (huggingface/transformers main, modeling_rope_utils.py and each "
+                      "model's modeling file, as of 2026)",
+    "transformers-4": "transformers 4.x (4.57): rope_scaling + rope_theta only; a 5.x rope_parameters key is "
+                      "not read",
+    "vllm": "vLLM 0.33 (rotary_embedding/: DeepSeek YaRN class, LongRoPE without attention_factor, dynamic NTK "
+            "built once at max_position)",
+}
+_MULTIMODAL: Final = ("gemma3", "llama4", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "mistral3", "gemma4")
+_ROPE_MODELS: Final = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_vl", "qwen2_vl_text", "qwen3_vl_text",
+                       "qwen3_vl", "gemma", "gemma2", "gemma3_text", "phi3", "phi", "gpt_neox", "gptj",
+                       "deepseek_v2", "deepseek_v3", "gpt_oss", "smollm3", "olmo2", "cohere", "glm", "glm4",
+                       "llama4_text", "falcon")
+_INTERLEAVED: Final = ("gptj", "cohere", "glm", "glm4", "llama4_text", "deepseek_v2")
+_LEARNED: Final = ("bert", "roberta", "opt", "bart", "gpt2", "vit", "dinov2")
+_SINUSOIDAL: Final = ("whisper", "marian", "m2m_100")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where every parameter came from."""
+
+    interpretation: str
+    interpretation_version: str
+    read: Mapping[str, Any]
+    defaulted: Mapping[str, Any]
+    ignored: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LayerPositions:
+    """The positional encoding of one attention layer (docs/models.md, "The resolver")."""
+
+    index: int
+    stack: str
+    kind: str
+    scheme: str
+    params: Mapping[str, Any]
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    window: int | None = None
+    chunk_size: int | None = None
+    logit_scale: float = 1.0
+    temperature: Mapping[str, Any] | None = None
+
+    def signature(self) -> tuple[Any, ...]:
+        """Everything but the index: equal signatures are equal layers."""
+        return (self.stack, self.kind, self.scheme, repr(sorted(self.params.items())), self.num_heads,
+                self.num_kv_heads, self.head_dim, self.window, self.chunk_size, self.logit_scale,
+                repr(sorted((self.temperature or {}).items())))
+
+
+@dataclass(frozen=True)
+class ModelPositions:
+    """Every attention layer's positions, and the provenance of the reading."""
+
+    model_type: str
+    max_position: int | None
+    layers: tuple[LayerPositions, ...]
+    provenance: Provenance = field(repr=False)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    def kinds(self) -> tuple[LayerPositions, ...]:
+        """The first layer of every distinct kind of layer, in layer order."""
+        seen: dict[tuple[Any, ...], LayerPositions] = {}
+        for layer in self.layers:
+            seen.setdefault(layer.signature(), layer)
+        return tuple(seen.values())
+
+
+def resolve(config: Any, *, interpretation: str = "transformers-5", context_length: int | None = None
+            ) -> ModelPositions:
+    """Resolve a model config (a mapping, or the path of a ``config.json``) to its per-layer positions.
+
+    Parameters
+    ----------
+    config
+        The config as transformers writes it (4.x ``rope_scaling`` or 5.x ``rope_parameters``).
+    interpretation
+        A key of :data:`INTERPRETATIONS`.
+    context_length
+        ``L`` for dynamic NTK and LongRoPE layers (stored in their params); None leaves it open.
+
+    Returns
+    -------
+    ModelPositions
+
+    Raises
+    ------
+    SpecError
+        A config that does not say what the model needs, or says it wrongly (the key and the value
+        are named); a file that is not JSON or not a JSON object.
+    TypeError
+        ``config`` neither a mapping nor a path.
+
+    Examples
+    --------
+    >>> m = resolve({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+    ...              "num_hidden_layers": 2, "rope_theta": 10000.0})
+    >>> [(layer.scheme, layer.params["rotary_dim"]) for layer in m.layers]
+    [('rope', 16), ('rope', 16)]
+    """
+    whole = load_config(config)
+    if interpretation not in INTERPRETATIONS:
+        raise SpecError(f"{FUNC}: unknown interpretation {interpretation!r}; known: {', '.join(INTERPRETATIONS)}")
+    if context_length is not None and (isinstance(context_length, bool) or not isinstance(context_length, int)
+                                       or context_length < 1):
+        raise SpecError(f"{FUNC}: context_length must be an integer >= 1, got {context_length!r}")
+    root = Reader(whole)
+    model_type = root.get("model_type")
+    if not isinstance(model_type, str):
+        raise SpecError(f"{FUNC}: the config needs model_type (a string), got {model_type!r}")
+    r = root
+    if model_type in _MULTIMODAL and root.has("text_config"):
+        r = root.child("text_config")
+        inner = r.get("model_type")
+        model_type = inner if isinstance(inner, str) else model_type
+    if model_type in _ROPE_MODELS and not (model_type == "falcon" and r.get("alibi", False)):
+        layers, max_position = _rope_layers(r, model_type, interpretation, context_length)
+    elif model_type in ("bloom", "mpt", "falcon"):
+        layers, max_position = _alibi_layers(r, model_type)
+    elif model_type == "t5":
+        layers, max_position = _t5_layers(r)
+    elif model_type == "deberta-v2":
+        layers, max_position = _deberta_layers(r)
+    elif model_type in _LEARNED or model_type in _SINUSOIDAL:
+        from posenc_ref.models._absolute import absolute_layers
+        layers, max_position = absolute_layers(r, model_type)
+    else:
+        raise SpecError(f"{FUNC}: model_type {model_type!r} is not one posenc-ref reads; known: "
+                        f"{', '.join(sorted(set(_ROPE_MODELS + _LEARNED + _SINUSOIDAL + ('bloom', 'mpt', 't5', 'deberta-v2'))))}")
+    provenance = Provenance(interpretation, INTERPRETATIONS[interpretation], dict(root.read), dict(root.defaulted),
+                            root.ignored(whole), tuple(root.notes))
+    return ModelPositions(model_type, max_position, tuple(layers), provenance)
+
+
+def _attention_shape(r: Reader, *, heads_key: str = "num_attention_heads", hidden_key: str = "hidden_size",
+                     kv_key: str = "num_key_value_heads") -> tuple[int, int, int]:
+    heads = r.integer(heads_key)
+    kv = r.integer(kv_key, heads) if kv_key else heads
+    if heads % kv:
+        raise SpecError(f"{FUNC}: {r.prefix}{heads_key}={heads} must be a multiple of {kv_key}={kv}")
+    if r.has("head_dim"):
+        return heads, kv, r.integer("head_dim")
+    hidden = r.integer(hidden_key)
+    if hidden % heads:
+        raise SpecError(f"{FUNC}: {r.prefix}{hidden_key}={hidden} is not a multiple of {heads_key}={heads}, and "
+                        f"there is no head_dim")
+    return heads, kv, hidden // heads
+
+
+def _layer_types(r: Reader, model_type: str, n: int) -> list[str]:
+    if r.has("layer_types"):
+        types = r.get("layer_types")
+        if not isinstance(types, list) or len(types) != n or not all(isinstance(t, str) for t in types):
+            got = f"length {len(types)}" if isinstance(types, list) else repr(types)
+            raise SpecError(f"{FUNC}: layer_types must list one type per layer (num_hidden_layers={n}), got {got}")
+        return list(types)
+    if model_type == "gemma2":
+        return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
+    if model_type == "gemma3_text":
+        pattern = r.integer("sliding_window_pattern", 6)
+        return ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n)]
+    if model_type == "gpt_oss":
+        return ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
+    if model_type in ("mistral", "mixtral", "phi3") and r.get("sliding_window") is not None:
+        return ["sliding_attention"] * n  # Note: transformers applies sliding_window to every layer
+    if model_type in ("qwen2", "qwen2_vl_text", "qwen2_vl") and r.get("use_sliding_window", False):
+        top = r.integer("max_window_layers", n)
+        return ["sliding_attention" if i >= top else "full_attention" for i in range(n)]
+    return ["full_attention"] * n
+
+
+def _uses_rope(r: Reader, model_type: str, n: int) -> list[bool]:
+    if model_type not in ("llama4_text", "smollm3"):
+        return [True] * n
+    interval_key = "no_rope_layer_interval"
+    if r.has("no_rope_layers") and r.get("no_rope_layers"):
+        flags = r.get("no_rope_layers")
+        if not isinstance(flags, list) or len(flags) != n or any(f not in (0, 1) for f in flags):
+            raise SpecError(f"{FUNC}: no_rope_layers must list 0 or 1 for each of the {n} layers, got {flags!r}")
+        return [bool(f) for f in flags]
+    interval = r.integer(interval_key, 4)
+    return [(i + 1) % interval != 0 for i in range(n)]
+
+
+def _rotary(r: Reader, model_type: str, head_dim: int, source: Any) -> tuple[int, str, int]:
+    """(rotary width, partial style, the width rope_inv_freq builds frequencies over)."""
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        return r.integer("qk_rope_head_dim"), "suffix", r.integer("qk_rope_head_dim")
+    if model_type == "gptj":
+        rd = r.get("rotary_dim")
+        rd = head_dim if rd is None else rd
+        return rd, "prefix", rd
+    if model_type == "gpt_neox":
+        factor = r.number("rotary_pct", 0.25) if not r.has("partial_rotary_factor") else r.number(
+            "partial_rotary_factor")
+    elif model_type in ("phi", "glm", "glm4", "phi3", "gpt_oss", "cohere", "olmo2", "qwen3", "smollm3",
+                        "falcon", "qwen2"):
+        default = {"phi": 0.5, "glm": 0.5, "glm4": 0.5}.get(model_type, 1.0)
+        inner = source.get("partial_rotary_factor") if isinstance(source, (Reader, dict)) else None
+        factor = float(inner) if inner is not None else r.number("partial_rotary_factor", default)
+    else:
+        factor = 1.0  # Note: transformers' Llama-style models ignore partial_rotary_factor
+    rd = int(head_dim * factor)
+    if rd % 2 or rd < 2:
+        raise SpecError(f"{FUNC}: the rotary width int(head_dim * partial_rotary_factor) = {rd} must be even "
+                        f"and >= 2 (head_dim={head_dim}, factor={factor})")
+    return rd, "prefix", rd
+
+
+def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length: int | None
+                 ) -> tuple[list[LayerPositions], int | None]:
+    n = r.integer("num_hidden_layers" if model_type != "gptj" else "n_layer")
+    if model_type == "gptj":
+        heads, kv, head_dim = _attention_shape(r, heads_key="n_head", hidden_key="n_embd", kv_key="")
+        max_position = r.integer("n_positions", 2048)
+    else:
+        heads, kv, head_dim = _attention_shape(r, kv_key="num_kv_heads" if model_type == "falcon" else
+                                               "num_key_value_heads")
+        if model_type == "falcon" and r.get("multi_query", True) and not r.get("new_decoder_architecture", False):
+            kv = 1  # Note: Falcon-7B multi_query: one key head
+        max_position = r.integer("max_position_embeddings", 2048)
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        head_dim = r.integer("qk_nope_head_dim") + r.integer("qk_rope_head_dim")
+    types = _layer_types(r, model_type, n)
+    uses_rope = _uses_rope(r, model_type, n)
+    theta_key = "rotary_emb_base" if model_type == "gpt_neox" and not r.has("rope_theta") else "rope_theta"
+    default_theta = {"gemma3_text": 1e6, "mixtral": 1e6, "qwen2_vl_text": 1e6, "cohere": 10000.0,
+                     "gpt_oss": 150000.0, "llama4_text": 500000.0}.get(model_type, 10000.0)
+    local = r.number("rope_local_base_freq", 10000.0) if model_type == "gemma3_text" else None
+    window = r.get("sliding_window")
+    chunk = r.get("attention_chunk_size") if model_type == "llama4_text" else None
+    scalar = r.number("query_pre_attn_scalar", 256.0) if model_type in ("gemma2", "gemma3_text") else None
+    layers = []
+    for i, (layer_type, rotated) in enumerate(zip(types, uses_rope)):
+        kind = layer_type
+        if model_type == "llama4_text":
+            kind = "chunked_attention" if rotated else "full_attention"
+        layer_window = window if kind == "sliding_attention" else None
+        base_scale = (scalar if scalar is not None else float(head_dim)) ** -0.5
+        temperature = _temperature(r, model_type, rotated)
+        if not rotated:
+            layers.append(LayerPositions(i, "decoder", "nope" if model_type == "smollm3" else kind, "nope", {},
+                                         heads, kv, head_dim, layer_window, None, base_scale, temperature))
+            continue
+        source = _rope.rope_source(r, layer_type, theta_key=theta_key, default_theta=default_theta,
+                                   local_theta=local, interpretation=interpretation)
+        kind_rope = _rope.rope_type(source, r)
+        rotary_dim, partial, freq_dim = _rotary(r, model_type, head_dim, source)
+        if kind_rope == "proportional":
+            partial, freq_dim = "proportional", head_dim
+        params = _rope.frequency_params(source, r, kind=kind_rope, dim=freq_dim, max_position=max_position,
+                                        interpretation=interpretation)
+        params.update(dim=freq_dim, rotary_dim=rotary_dim, partial=partial, layout=_layout(r, model_type))
+        if kind_rope in ("dynamic", "longrope") and context_length is not None:
+            params["context_length"] = context_length
+        scheme = "rope"
+        section = _lookup_any(source, "mrope_section")
+        if section is not None:
+            params.update(mrope_section=list(section), mrope_layout="interleaved" if (
+                _lookup_any(source, "mrope_interleaved") or model_type in ("qwen3_vl_text", "qwen3_vl"))
+                else "chunked")
+            scheme = "mrope"
+        scale = base_scale * _softmax_multiplier(params, model_type)
+        beta = _lookup_any(source, "llama_4_scaling_beta")
+        if beta is not None:
+            temperature = {"rule": "llama4_beta", "beta": float(beta), "original_max_position": int(
+                _lookup_any(source, "original_max_position_embeddings") or max_position)}
+        layers.append(LayerPositions(i, "decoder", kind, scheme, params, heads, kv, head_dim, layer_window,
+                                     chunk if kind == "chunked_attention" else None, scale, temperature))
+    return layers, max_position
+
+
+def _lookup_any(source: Any, key: str) -> Any:
+    return source.get(key) if isinstance(source, (Reader, dict)) else None
+
+
+def _layout(r: Reader, model_type: str) -> str:
+    if model_type == "deepseek_v3":
+        return "interleaved_to_half" if r.get("rope_interleave", True) else "half"
+    return "interleaved" if model_type in _INTERLEAVED else "half"
+
+
+def _softmax_multiplier(params: Mapping[str, Any], model_type: str) -> float:
+    """DeepSeek's ``mscale(s, mscale_all_dim)**2`` on the softmax scale (1 elsewhere)."""
+    if model_type not in ("deepseek_v2", "deepseek_v3") or params["rope_type"] != "yarn":
+        return 1.0
+    from posenc_ref.rope_scaling import yarn_mscale
+    m_all = params.get("mscale_all_dim")
+    return yarn_mscale(params["factor"], m_all) ** 2 if m_all else 1.0
+
+
+def _temperature(r: Reader, model_type: str, rotated: bool) -> dict[str, Any] | None:
+    if model_type == "llama4_text" and not rotated and r.get("attn_temperature_tuning", True):
+        return {"rule": "llama4", "attn_scale": r.number("attn_scale", 0.1), "floor_scale": r.number(
+            "floor_scale", 8192.0)}
+    return None
+
+
+def _alibi_layers(r: Reader, model_type: str) -> tuple[list[LayerPositions], int | None]:
+    if model_type == "mpt":
+        n, heads, hidden = r.integer("n_layers"), r.integer("n_heads"), r.integer("d_model")
+        attn = r.child("attn_config") if r.has("attn_config") else None
+        if attn is None or not attn.get("alibi", False):
+            raise SpecError(f"{FUNC}: an MPT config without attn_config.alibi=true has no position rule here")
+        bias_max = attn.number("alibi_bias_max", 8.0)
+        params = {"num_heads": heads, "slope_rule": "press", "bias_max": bias_max, "form": "relative_causal"}
+        max_position = r.integer("max_seq_len", 2048)
+        own = "mpt"
+    else:
+        n = r.integer("n_layer" if model_type == "bloom" else "num_hidden_layers")
+        heads = r.integer("n_head" if model_type == "bloom" else "num_attention_heads")
+        hidden = r.integer("hidden_size")
+        params = {"num_heads": heads, "slope_rule": "press", "bias_max": 8.0, "form": "relative_causal"}
+        max_position = None
+        own = "key_only"
+    if hidden % heads:
+        raise SpecError(f"{FUNC}: hidden size {hidden} is not a multiple of the {heads} heads")
+    if heads & (heads - 1) and model_type == "mpt":
+        r.note("MPT's slopes for a head count that is not a power of two differ from Press's rule")
+    r.note(f"ALiBi bias reported in the relative_causal form; the model adds the {own} form "
+           "(a per-row constant apart)")
+    return [LayerPositions(i, "decoder", "decoder", "alibi", params, heads, heads, hidden // heads,
+                           logit_scale=float(hidden // heads) ** -0.5) for i in range(n)], max_position
+
+
+def _t5_layers(r: Reader) -> tuple[list[LayerPositions], int | None]:
+    heads, d_kv = r.integer("num_heads"), r.integer("d_kv")
+    n_enc = r.integer("num_layers")
+    n_dec = r.integer("num_decoder_layers", n_enc)
+    base = {"num_buckets": r.integer("relative_attention_num_buckets", 32),
+            "max_distance": r.integer("relative_attention_max_distance", 128)}
+    layers = [LayerPositions(i, "encoder", "encoder", "t5", {**base, "direction": "bidirectional"}, heads, heads,
+                             d_kv) for i in range(n_enc)]
+    layers += [LayerPositions(n_enc + i, "decoder", "decoder", "t5", {**base, "direction": "unidirectional"}, heads, heads,
+                              d_kv) for i in range(n_dec)]
+    r.note("T5 attention has no 1/sqrt(d) scale (logit_scale 1); only the first layer of each stack holds the "
+           "bias table, the others reuse it")
+    return layers, None
+
+
+def _deberta_layers(r: Reader) -> tuple[list[LayerPositions], int | None]:
+    n, heads, hidden = r.integer("num_hidden_layers"), r.integer("num_attention_heads"), r.integer("hidden_size")
+    if hidden % heads:
+        raise SpecError(f"{FUNC}: hidden_size={hidden} is not a multiple of num_attention_heads={heads}")
+    max_position = r.integer("max_position_embeddings", 512)
+    if not r.get("relative_attention", False):
+        raise SpecError(f"{FUNC}: a DeBERTa-v2 config with relative_attention false has no relative rule here")
+    limit = r.get("max_relative_positions", -1)
+    if not isinstance(limit, int) or limit < 1:
+        r.note(f"max_relative_positions={limit!r} < 1: transformers uses max_position_embeddings={max_position}")
+        limit = max_position
+    buckets = r.get("position_buckets", -1)
+    if not isinstance(buckets, int) or buckets <= 0:
+        raise SpecError(f"{FUNC}: position_buckets must be > 0 (DeBERTa v3 log buckets), got {buckets!r}")
+    kinds = r.get("pos_att_type", ["c2p", "p2c"])
+    kinds = kinds.split("|") if isinstance(kinds, str) else list(kinds)
+    pos_att = "|".join(k for k in ("c2p", "p2c") if k in kinds)
+    params = {"position_buckets": buckets, "max_relative_positions": limit, "pos_att_type": pos_att}
+    scale = float(hidden // heads * (1 + len(pos_att.split("|")))) ** -0.5
+    return [LayerPositions(i, "encoder", "encoder", "deberta", params, heads, heads, hidden // heads,
+                           logit_scale=scale) for i in range(n)], max_position

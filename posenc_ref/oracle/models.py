@@ -1,0 +1,202 @@
+"""mpmath twins of the model ops (:mod:`posenc_ref.models.compute`).
+
+The layer's parameters come from the resolver (reading a config is no arithmetic); every number
+is then computed here from the published formulas, through the RoPE and bias twins
+(:mod:`posenc_ref.oracle.rope`, :mod:`posenc_ref.oracle.bias`, :mod:`posenc_ref.oracle.absolute`):
+frequencies at 50 digits, each rotated pair as the complex product ``(u + i v) a e^{i p w}``, the
+logit multiplier from ``head_dim`` (or ``query_pre_attn_scalar``), DeepSeek's ``g(s, m_all)^2``
+and the per-position temperature, each rounded once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, Final
+
+import mpmath
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref.models import resolve
+from posenc_ref.models.resolve import LayerPositions
+from posenc_ref.oracle import absolute, bias
+from posenc_ref.oracle import rope as orope
+from posenc_ref.oracle._common import Oracle, to_float64
+
+Inputs = Mapping[str, NDArray[Any]]
+_YARN_KEYS: Final = ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor")
+
+
+def _layer(params: Mapping[str, Any]) -> LayerPositions:
+    return resolve(params["config"]).layers[int(params["layer"])]
+
+
+def _text(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    inner = config.get("text_config")
+    return inner if isinstance(inner, Mapping) else config
+
+
+def frequencies(p: Mapping[str, Any], context_length: int | None) -> tuple[list[Any], Any]:
+    """The layer's inverse frequencies and attention factor, in mpmath."""
+    d, kind = int(p["dim"]), p["rope_type"]
+    one = mpmath.mpf(1)
+    if kind == "default":
+        return [orope._plain(p["base"], i, d) for i in range(d // 2)], one
+    if kind == "linear":
+        return [orope._plain(p["base"], i, d) / mpmath.mpf(p["factor"]) for i in range(d // 2)], one
+    if kind == "proportional":
+        turning = int(mpmath.floor(mpmath.mpf(p["partial_rotary_factor"]) * d / 2))
+        s = mpmath.mpf(p.get("factor", 1))
+        return [orope._plain(p["base"], i, d) / s if i < turning else mpmath.mpf(0) for i in range(d // 2)], one
+    if kind == "llama3":
+        return orope._llama3(p), one
+    if kind == "dynamic":
+        full = {**p, "context_length": context_length, "dynamic_convention": p.get("dynamic_convention",
+                                                                                   "transformers")}
+        return [orope._plain(orope._ntk_base(full), i, d) for i in range(d // 2)], one
+    if kind == "yarn":
+        full = {"yarn_convention": "transformers", "truncate": True, **{k: None for k in _YARN_KEYS}, **p}
+        freqs, factor, _ = orope._yarn(full)
+        return freqs, factor
+    if kind == "longrope":
+        original = int(p["original_max_position"])
+        ext = p["long_factor"] if int(context_length or 0) > original else p["short_factor"]
+        freqs = [1 / (mpmath.mpf(ext[i]) * mpmath.power(mpmath.mpf(p["base"]), mpmath.mpf(2 * i) / d))
+                 for i in range(d // 2)]
+        s = mpmath.mpf(p["factor"])
+        if p.get("attention_factor") is not None:
+            return freqs, mpmath.mpf(p["attention_factor"])
+        return freqs, one if s <= 1 else mpmath.sqrt(1 + mpmath.log(s) / mpmath.log(original))
+    raise KeyError(f"model.rope oracle: no twin for rope_type={kind!r}")
+
+
+def _pairs(lp: LayerPositions) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """For each pair: the channels it is read from and written to (model layouts, suffix partial)."""
+    p = lp.params
+    start = lp.head_dim - int(p["rotary_dim"]) if p["partial"] == "suffix" else 0
+    space = lp.head_dim if p["partial"] == "proportional" else int(p["rotary_dim"])
+    out = []
+    for i in range(space // 2):
+        (ru, rv), (wu, wv) = orope._pair_channels(p["layout"], i, space)
+        out.append(((start + ru, start + rv), (start + wu, start + wv)))
+    return out
+
+
+def _temperature(lp: LayerPositions, p: int) -> Any:
+    rule = lp.temperature
+    if rule is None:
+        return mpmath.mpf(1)
+    if rule["rule"] == "llama4":
+        steps = (Fraction(p + 1) / Fraction(rule["floor_scale"])).__floor__()
+        return mpmath.log1p(steps) * mpmath.mpf(rule["attn_scale"]) + 1
+    steps = (Fraction(p) / Fraction(rule["original_max_position"])).__floor__()
+    return 1 + mpmath.mpf(rule["beta"]) * mpmath.log1p(steps)
+
+
+def _logit_base(lp: LayerPositions, config: Mapping[str, Any]) -> Any:
+    text = _text(config)
+    scalar = text.get("query_pre_attn_scalar") if text.get("model_type") in ("gemma2", "gemma3_text") else None
+    if text.get("model_type") in ("gemma2", "gemma3_text") and scalar is None:
+        scalar = 256
+    value = 1 / mpmath.sqrt(mpmath.mpf(scalar if scalar is not None else lp.head_dim))
+    p = lp.params
+    if text.get("model_type") in ("deepseek_v2", "deepseek_v3") and p.get("rope_type") == "yarn" and \
+            p.get("mscale_all_dim"):
+        value *= orope._g(p["factor"], p["mscale_all_dim"]) ** 2
+    return value
+
+
+def _scales(lp: LayerPositions, config: Mapping[str, Any], positions: list[int]) -> NDArray[np.float64]:
+    base = _logit_base(lp, config)
+    return np.array([to_float64(base * _temperature(lp, p)) for p in positions])
+
+
+def _rotate(x: NDArray[Any], turns: list[list[Any]], pairs: list[Any]) -> NDArray[np.float64]:
+    """x (T, H, D) with each pair of row t multiplied by turns[t][i] = a e^{i p w_i}."""
+    out = np.asarray(x, dtype=np.float64).copy()
+    for t, h in np.ndindex(x.shape[0], x.shape[1]):
+        row = x[t, h].tolist()
+        values = list(row)
+        for ((ru, rv), (wu, wv)), z in zip(pairs, turns[t]):
+            product = mpmath.mpc(row[ru], row[rv]) * z
+            values[wu], values[wv] = to_float64(product.real), to_float64(product.imag)
+        out[t, h] = values
+    return out
+
+
+def rope(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
+    lp = _layer(params)
+    freqs, a = frequencies(lp.params, params.get("context_length"))
+    positions = np.asarray(inputs["positions"]).astype(np.int64)
+    if lp.scheme == "mrope":
+        from posenc_ref.rope_variants import mrope_stream
+        s = lp.params["mrope_section"]
+        stream = mrope_stream(len(freqs), (s[0], s[1], s[2]), lp.params["mrope_layout"]).tolist()
+        per_pair = [[int(positions[stream[i], t]) for i in range(len(freqs))] for t in range(positions.shape[1])]
+        time = positions[0].tolist()
+    else:
+        per_pair = [[int(p)] * len(freqs) for p in positions.tolist()]
+        time = positions.tolist()
+    angles = [[mpmath.mpf(p) * w for p, w in zip(row, freqs)] for row in per_pair]
+    cos = np.array([[to_float64(a * mpmath.cos(x)) for x in row] for row in angles]).reshape(len(time), len(freqs))
+    sin = np.array([[to_float64(a * mpmath.sin(x)) for x in row] for row in angles]).reshape(len(time), len(freqs))
+    turns = [[a * mpmath.expj(x) for x in row] for row in angles]
+    pairs = _pairs(lp)
+    return {"q_rot": _rotate(inputs["q"], turns, pairs), "k_rot": _rotate(inputs["k"], turns, pairs),
+            "cos": cos, "sin": sin, "logit_scale": _scales(lp, params["config"], time)}
+
+
+def nope(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
+    lp = _layer(params)
+    positions = np.asarray(inputs["positions"]).astype(np.int64).tolist()
+    return {"q_rot": np.asarray(inputs["q"], dtype=np.float64).copy(),
+            "k_rot": np.asarray(inputs["k"], dtype=np.float64).copy(),
+            "logit_scale": _scales(lp, params["config"], positions)}
+
+
+def alibi(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
+    p = _layer(params).params
+    return bias.alibi_bias({**p}, inputs)
+
+
+def t5(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
+    p = _layer(params).params
+    q = np.asarray(inputs["query_positions"]).astype(np.int64)
+    k = np.asarray(inputs["key_positions"]).astype(np.int64)
+    buckets = [[bias._t5_one(int(kj) - int(qi), int(p["num_buckets"]), int(p["max_distance"]), p["direction"])
+                for kj in k.tolist()] for qi in q.tolist()]
+    table = bias.t5_bias({**p, "table_layout": "buckets_heads"}, inputs)["bias"]
+    return {"bucket": np.array(buckets, dtype=np.int64).reshape(len(q), len(k)), "bias": table}
+
+
+def deberta(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
+    p = _layer(params).params
+    out = bias.deberta_index({"position_buckets": p["position_buckets"],
+                              "max_relative_positions": p["max_relative_positions"], "distance_clamp": "none"}, inputs)
+    return {"index": out["index"]}
+
+
+def learned(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
+    p = _layer(params).params
+    rows = [int(x) + int(p["offset"]) for x in np.asarray(inputs["positions"]).tolist()]
+    return {"index": np.array(rows, dtype=np.int64)}
+
+
+def sinusoid(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
+    p = _layer(params).params
+    table = absolute.sinusoidal_table({"dim": p["dim"], "base": p["base"], "ladder": p["ladder"], "layout": p["layout"],
+                                       "odd_width": "error", "scale": 1.0, "position_offset": p["position_offset"]},
+                                      inputs)["table"]
+    return {"embedding": table}
+
+
+ORACLES: Final[dict[str, Oracle]] = {
+    "model.rope": rope,
+    "model.nope": nope,
+    "model.alibi": alibi,
+    "model.t5": t5,
+    "model.deberta": deberta,
+    "model.learned": learned,
+    "model.sinusoidal": sinusoid,
+}

@@ -1,0 +1,311 @@
+"""Registry records of the model ops (:mod:`posenc_ref.models.compute`): catalogued models, layer by layer.
+
+For every catalogued model (:mod:`posenc_ref.models.catalogue`) and every distinct kind of layer,
+one case per position set: positions 0 and 1, around ``original_max_position_embeddings`` (the
+LongRoPE switch, YaRN's trained length), the model's largest position and 10^6; q and k are small
+seeded inputs with the model's head dim and GQA ratio (one key head). Each case's params are
+``{"model", "config", "layer", "context_length"}`` with the config exactly as the JSON.
+
+Tolerances are those of the existing ops: a table element ``a cos(p w)`` has phase ``a |p w|``; a
+rotated channel ``a |(u, v)| (1 + |p w|)``, its input scale ``a (|u| |cos| + |v| |sin|)``
+(:mod:`posenc_ref.records.rope`); the logit multiplier, a product of a few roundings, has phase
+``4 |value|``; ALiBi biases the phase of :mod:`posenc_ref.records.alibi`; sinusoids ``|p w|``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from posenc_ref import sinusoidal
+from posenc_ref.models import compute, resolve
+from posenc_ref.models.catalogue import CATALOGUE
+from posenc_ref.models.resolve import LayerPositions, ModelPositions
+from posenc_ref.errors import ErrorCategory
+from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
+from posenc_ref.records.alibi import _head_factor
+
+CITATION = "the model's config.json as transformers 5.x reads it (docs/models.md); the scheme ops' own citations"
+_PARAMS = (Param("model", "str", "", doc="catalogue name (informational)"),
+           Param("config", "str", doc="the model's config.json object, exactly as the JSON"),
+           Param("layer", "int", doc="layer index in ModelPositions.layers"),
+           Param("context_length", "int", None, doc="L for dynamic NTK / LongRoPE (transformers: max(position_ids) + 1)"))
+_MAX_T = 6
+
+
+def _layer(params: Mapping[str, Any]) -> LayerPositions:
+    return resolve(params["config"]).layers[int(params["layer"])]
+
+
+def _angles(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> tuple[NDArray[np.float64], float,
+                                                                                     LayerPositions]:
+    """|p w| per (T, P), the attention factor, and the layer."""
+    angle, factor, lp, _ = _angles_rounds(params, inputs)
+    return angle, factor, lp
+
+
+def _angles_rounds(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> tuple[
+        NDArray[np.float64], float, LayerPositions, float]:
+    """|p w| per (T, P), the attention factor, the layer and the roundings behind each phase."""
+    lp = _layer(params)
+    w, factor = compute.inv_freq(lp.params, params.get("context_length"), "phase")
+    pos = np.asarray(inputs["positions"], dtype=np.float64)
+    # Note: a scaled variant's frequency carries a few roundings of its own (YaRN's ramp from logarithms,
+    # Llama 3's blend, LongRoPE's division), each multiplied by the position: 8 roundings of the phase
+    rounds = 1.0 if lp.params.get("rope_type") in ("default", "linear", None) else 8.0
+    angle = np.abs(pos[..., None] * w)
+    if lp.scheme == "mrope":
+        from posenc_ref.rope_variants import mrope_stream
+        s = lp.params["mrope_section"]
+        stream = mrope_stream(len(w), (s[0], s[1], s[2]), lp.params["mrope_layout"])
+        angle = angle[stream, :, np.arange(len(w))].T
+    return angle, factor, lp, rounds
+
+
+def _channels(lp: LayerPositions) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The two channels (read order = write order except interleaved_to_half) of each pair."""
+    p = lp.params
+    start = lp.head_dim - int(p["rotary_dim"]) if p["partial"] == "suffix" else 0
+    space = lp.head_dim if p["partial"] == "proportional" else int(p["rotary_dim"])
+    i = np.arange(space // 2)
+    if p["layout"] == "half":
+        return start + i, start + i + space // 2
+    return start + 2 * i, start + 2 * i + 1
+
+
+def _rotated_phase(name: str) -> Any:
+    def phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+        angle, factor, lp, rounds = _angles_rounds(params, inputs)
+        x = np.asarray(inputs[name], dtype=np.float64)  # (T, H, D)
+        u_ch, v_ch = _channels(lp)
+        norm = np.hypot(x[..., u_ch], x[..., v_ch])  # (T, H, P)
+        value = factor * norm * (1.0 + rounds * angle[:, None, :])
+        out = np.zeros_like(x)
+        write_u, write_v = (u_ch, v_ch) if lp.params["layout"] != "interleaved_to_half" else _half(lp)
+        out[..., write_u], out[..., write_v] = value, value
+        return out
+    return phase
+
+
+def _half(lp: LayerPositions) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    start = lp.head_dim - int(lp.params["rotary_dim"]) if lp.params["partial"] == "suffix" else 0
+    n = int(lp.params["rotary_dim"]) // 2
+    return start + np.arange(n), start + n + np.arange(n)
+
+
+def _rotated_scale(name: str) -> Any:
+    def scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+        angle, factor, lp = _angles(params, inputs)
+        x = np.abs(np.asarray(inputs[name], dtype=np.float64))
+        u_ch, v_ch = _channels(lp)
+        c, s = factor * np.abs(np.cos(angle))[:, None, :], factor * np.abs(np.sin(angle))[:, None, :]
+        u, v = x[..., u_ch], x[..., v_ch]
+        out = x.copy()  # pass-through channels: |x|
+        write_u, write_v = (u_ch, v_ch) if lp.params["layout"] != "interleaved_to_half" else _half(lp)
+        out[..., write_u], out[..., write_v] = u * c + v * s, u * s + v * c
+        return out
+    return scale
+
+
+def _table_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    angle, factor, _, rounds = _angles_rounds(params, inputs)
+    return factor * rounds * angle
+
+
+def _scale_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    lp = _layer(params)
+    pos = np.asarray(inputs["positions"])
+    return 4.0 * np.abs(lp.logit_scale * compute.temperature(lp, pos[0] if pos.ndim == 2 else pos))
+
+
+def _alibi_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    lp = _layer(params)
+    bias = compute.model_alibi(inputs["query_positions"], inputs["key_positions"], config=params["config"],
+                               layer=params["layer"])
+    factor: NDArray[np.float64] = _head_factor(lp.params)
+    return np.asarray(np.abs(bias) * factor[:, None, None], dtype=np.float64)
+
+
+def _sinusoid_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    p = _layer(params).params
+    return sinusoidal.sinusoidal_angles(inputs["positions"], dim=p["dim"], base=p["base"], ladder=p["ladder"],
+                                        layout=p["layout"], position_offset=p["position_offset"])
+
+
+# --- cases -----------------------------------------------------------------------------------------
+
+def _short_kind(kind: str) -> str:
+    return kind.removesuffix("_attention")
+
+
+def _rope_positions(m: ModelPositions, lp: LayerPositions) -> list[tuple[str, list[int]]]:
+    """(tag, positions) sets for a RoPE/NoPE layer: the long set, and the short side of a LongRoPE switch.
+
+    Points in priority order (0, 1, 10^6, L0, the largest position, L0 - 1, L0 + 1, Llama 4's
+    temperature steps); wide GQA groups keep fewer, so that the corpus stays small.
+    """
+    original = lp.params.get("original_max_position")
+    priority: list[int | None] = [0, 1, 10**6, original, m.max_position - 1 if m.max_position else None]
+    priority += [original - 1, original + 1] if original else []
+    if lp.temperature and lp.temperature["rule"] == "llama4":
+        floor = int(lp.temperature["floor_scale"])
+        priority[3:3] = [floor - 1, 2 * floor - 1]
+    group = lp.num_heads // lp.num_kv_heads * lp.head_dim
+    limit = 3 if group > 2048 else 4 if group > 512 else _MAX_T
+    chosen: list[int] = []
+    for point in priority:
+        if point is not None and point not in chosen and len(chosen) < limit:
+            chosen.append(point)
+    sets = [("long", sorted(chosen))]
+    if lp.params.get("rope_type") == "longrope":
+        switch = int(lp.params["original_max_position"])
+        sets.append(("short_context", [0, 1, switch - 2, switch - 1]))
+    return sets
+
+
+def _qk_maker(lp: LayerPositions, positions: NDArray[np.int64]) -> Any:
+    ratio = lp.num_heads // lp.num_kv_heads
+    t = positions.shape[-1]
+
+    def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
+        return {"positions": positions, "q": rng.standard_normal((t, ratio, lp.head_dim)),
+                "k": rng.standard_normal((t, 1, lp.head_dim))}
+    return make
+
+
+def _mrope_positions(chosen: list[int]) -> NDArray[np.int64]:
+    t = np.asarray(chosen, dtype=np.int64)  # temporal stream; height and width streams are small grid indices
+    return np.stack([t, np.arange(len(chosen), dtype=np.int64) * 3, np.arange(len(chosen), dtype=np.int64)[::-1] * 5])
+
+
+def _model_cases(name: str) -> dict[str, list[Case]]:
+    entry = CATALOGUE[name]
+    m = resolve(entry.config)
+    out: dict[str, list[Case]] = {}
+    for lp in m.kinds():
+        kind = _short_kind(lp.kind)
+        base = {"model": name, "config": entry.config, "layer": lp.index, "context_length": None}
+        why = f"{name} ({entry.family}) layer {lp.index}, a {lp.kind} layer"
+        if lp.scheme in ("rope", "mrope", "nope"):
+            op = "model.nope" if lp.scheme == "nope" else "model.rope"
+            what = "nope" if lp.scheme == "nope" else "rope_apply"
+            for tag, chosen in _rope_positions(m, lp):
+                positions = _mrope_positions(chosen) if lp.scheme == "mrope" else np.asarray(chosen, dtype=np.int64)
+                params = {**base, "context_length": int(max(chosen)) + 1}
+                detail = f"{lp.params.get('rope_type', 'no rotation')}" + (
+                    f", temperature {lp.temperature['rule']}" if lp.temperature else "")
+                out.setdefault(op, []).append(Case(
+                    f"model.{name}.{kind}.{what}.{tag}", params, _qk_maker(lp, positions),
+                    f"{why}: {detail} at positions {chosen}", kind="long_position" if tag == "long" else "normal",
+                    flags=("Model", "LongPosition") if tag == "long" else ("Model",)))
+        elif lp.scheme == "alibi":
+            q, k = np.array([0, 1, 5, 2047]), np.array([0, 1, 2, 5, 1000, 2047])
+            out.setdefault("model.alibi", []).append(Case(
+                f"model.{name}.{kind}.alibi_bias.long", base, {"query_positions": q, "key_positions": k},
+                f"{why}: {lp.num_heads} ALiBi slopes (bias_max {lp.params['bias_max']:g}) to distance 2047",
+                kind="long_position", flags=("Model",)))
+        elif lp.scheme == "t5":
+            q, k = np.array([0, 1, 5, 200]), np.array([0, 1, 3, 8, 16, 64, 127, 128, 500])
+            buckets, heads = lp.params["num_buckets"], lp.num_heads
+
+            def make(rng: np.random.Generator, q: Any = q, k: Any = k, b: int = buckets, h: int = heads) -> Any:
+                return {"query_positions": q, "key_positions": k, "table": rng.standard_normal((b, h))}
+            out.setdefault("model.t5", []).append(Case(
+                f"model.{name}.{kind}.t5_bias.long", base, make,
+                f"{why}: {lp.params['direction']} buckets up to and past max_distance {lp.params['max_distance']}",
+                kind="long_position", flags=("Model",)))
+        elif lp.scheme == "deberta":
+            q, k = np.array([0, 1, 100, 511]), np.array([0, 1, 2, 128, 255, 256, 300, 511])
+            out.setdefault("model.deberta", []).append(Case(
+                f"model.{name}.{kind}.deberta_index.long", base, {"query_positions": q, "key_positions": k},
+                f"{why}: log buckets (position_buckets {lp.params['position_buckets']}) across the 512 positions",
+                kind="long_position", flags=("Model",)))
+        elif lp.scheme == "learned":
+            last = int(lp.params["num_positions"]) - int(lp.params["offset"]) - 1
+            out.setdefault("model.learned", []).append(Case(
+                f"model.{name}.{kind}.learned_index.long", base, {"positions": np.array([0, 1, 2, last])},
+                f"{why}: table rows read with offset {lp.params['offset']}, up to the last position {last}",
+                kind="long_position", flags=("Model",)))
+            out["model.learned"].append(Case(
+                f"model.{name}.{kind}.learned_index.error.past_table", base, {"positions": np.array([0, last + 1])},
+                f"error: position {last + 1} is past the {lp.params['num_positions']}-row table",
+                kind="error", error="out_of_range"))
+        elif lp.scheme == "sinusoidal":
+            last = int(lp.params["num_positions"]) - int(lp.params["position_offset"]) - 1
+            out.setdefault("model.sinusoidal", []).append(Case(
+                f"model.{name}.{kind}.sinusoidal.long", base, {"positions": np.array([0, 1, 2, last])},
+                f"{why}: {lp.params['ladder']} ladder, {lp.params['layout']}, offset {lp.params['position_offset']}",
+                kind="long_position", flags=("Model",)))
+    return out
+
+
+def _all_cases() -> dict[str, list[Case]]:
+    cases: dict[str, list[Case]] = {}
+    for name in CATALOGUE:
+        for op, items in _model_cases(name).items():
+            cases.setdefault(op, []).extend(items)
+    return cases
+
+
+_LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+          "max_position_embeddings": 4096, "rope_theta": 10000.0}
+_QK = {"positions": np.array([0, 1]), "q": np.ones((2, 1, 16)), "k": np.ones((2, 1, 16))}
+_BAD: list[tuple[str, Mapping[str, Any], Any, ErrorCategory, str]] = [
+    ("unknown_rope_type", {"config": {**_LLAMA, "rope_scaling": {"rope_type": "ntk_by_parts", "factor": 2.0}},
+                           "layer": 0}, _QK, "invalid_argument", "an unknown rope_type"),
+    ("yarn_without_factor", {"config": {**_LLAMA, "rope_scaling": {"rope_type": "yarn"}}, "layer": 0}, _QK,
+     "invalid_argument", "YaRN without factor"),
+    ("factor_not_positive", {"config": {**_LLAMA, "rope_scaling": {"rope_type": "linear", "factor": 0.0}},
+                             "layer": 0}, _QK, "invalid_argument", "factor <= 0"),
+    ("longrope_list_length", {"config": {**_LLAMA, "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 3,
+                                                                      "long_factor": [1.0] * 8},
+                                         "original_max_position_embeddings": 1024}, "layer": 0, "context_length": 2},
+     _QK, "invalid_argument", "a LongRoPE factor list of the wrong length"),
+    ("layer_types_length", {"config": {**_LLAMA, "layer_types": ["full_attention"] * 3}, "layer": 0}, _QK,
+     "invalid_argument", "layer_types not one per layer"),
+    ("layer_out_of_range", {"config": _LLAMA, "layer": 2}, _QK, "invalid_argument", "layer index past the model"),
+]
+
+_GROUPS = _all_cases()
+
+
+def _record(name: str, function: Any, inputs: tuple[str, ...], outputs: tuple[Output, ...], summary: str,
+            extra: tuple[Case, ...] = (), **kwargs: Any) -> OpRecord:
+    return OpRecord(name=name, family="model", function=function, inputs=inputs, outputs=outputs, params=_PARAMS,
+                    summary=summary, citation=CITATION, cases=tuple(_GROUPS.get(name, [])) + extra, **kwargs)
+
+
+RECORDS: tuple[OpRecord, ...] = (
+    _record("model.rope", compute.model_rope, ("positions", "q", "k"), (
+        Output("q_rot", "float64", "phase", _rotated_phase("q"), _rotated_scale("q")),
+        Output("k_rot", "float64", "phase", _rotated_phase("k"), _rotated_scale("k")),
+        Output("cos", "float64", "phase", _table_phase), Output("sin", "float64", "phase", _table_phase),
+        Output("logit_scale", "float64", "phase", _scale_phase)),
+        "a RoPE or MRoPE layer of a model config: rotated q/k, the cos/sin tables and the logit multiplier",
+        tuple(error_cases("model.rope", _BAD)), position_inputs=("positions",), value_inputs=("q", "k")),
+    _record("model.nope", compute.model_nope, ("positions", "q", "k"), (
+        Output("q_rot", "float64", "ulp"), Output("k_rot", "float64", "ulp"),
+        Output("logit_scale", "float64", "phase", _scale_phase)),
+        "a NoPE layer: q/k unrotated, the per-position logit multiplier (Llama 4 temperature tuning)",
+        position_inputs=("positions",), value_inputs=("q", "k")),
+    _record("model.alibi", compute.model_alibi, ("query_positions", "key_positions"),
+            (Output("bias", "float64", "phase", _alibi_phase),),
+            "an ALiBi layer's bias (relative_causal form)", position_inputs=("query_positions", "key_positions")),
+    _record("model.t5", compute.model_t5, ("query_positions", "key_positions", "table"),
+            (Output("bucket", "int64", "exact"), Output("bias", "float64", "ulp")),
+            "a T5 layer's relative buckets and bias", position_inputs=("query_positions", "key_positions"),
+            value_inputs=("table",)),
+    _record("model.deberta", compute.model_deberta, ("query_positions", "key_positions"),
+            (Output("index", "int64", "exact"),), "a DeBERTa-v2/v3 layer's relative-embedding rows",
+            position_inputs=("query_positions", "key_positions")),
+    _record("model.learned", compute.model_learned, ("positions",), (Output("index", "int64", "exact"),),
+            "the learned-table row each position reads (offsets of OPT, BART, RoBERTa)",
+            position_inputs=("positions",)),
+    _record("model.sinusoidal", compute.model_sinusoidal, ("positions",),
+            (Output("embedding", "float64", "phase", _sinusoid_phase),),
+            "the fixed sinusoidal embedding of a stack (Whisper encoder, Marian, M2M100)",
+            position_inputs=("positions",)),
+)
