@@ -98,7 +98,7 @@ def test_cases_outside_the_harness_are_not_applicable_with_a_reason() -> None:
     assert ADAPTER.supports_model(LLAMA31) is True
     reason = ADAPTER.supports_model({"model_type": "t5"})
     assert isinstance(reason, str) and "t5" in reason
-    verdict = ADAPTER.supports("rope.apply", {})
-    assert isinstance(verdict, str) and "model cases only" in verdict
+    verdict = ADAPTER.supports_model(LLAMA31, op="model.alibi")
+    assert isinstance(verdict, str) and "model.alibi" in verdict
     with pytest.raises(NotImplementedError, match="model.alibi"):
         ADAPTER.run_model(LLAMA31, 0, _inputs(32, 8, 128), op="model.alibi", context_length=None)

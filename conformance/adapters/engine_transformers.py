@@ -74,13 +74,20 @@ def _built(config_json: str) -> tuple[Any, Any, Any]:
     raw = json.loads(config_json)
     raw.pop("architectures", None)
     model_type = raw.pop("model_type")
-    config = AutoConfig.for_model(model_type, **raw)
+    try:
+        config = AutoConfig.for_model(model_type, **raw)
+    except Exception as exc:  # transformers' own validation of the config: a rejection
+        raise ConfigRejected(f"transformers rejected the config: {type(exc).__name__}: {exc}") from exc
     text = config.get_text_config()
     text._attn_implementation = "eager"
     with torch.device("meta"):
         model = AutoModel.from_config(text)
     module = importlib.import_module(type(model).__module__)
     return text, model, module
+
+
+class ConfigRejected(ValueError):
+    """transformers refused the config (its config class validation, or a layer it does not have)."""
 
 
 def _layers(model: Any) -> Any:
@@ -116,10 +123,17 @@ class TransformersEngine:
         except ImportError:
             self.version = "transformers not installed"
 
-    def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
-        return f"{op}: a model-level engine (run_model) runs model cases only"
+    def error_category(self, exc: BaseException) -> str | None:
+        """A KeyError naming the missing or unknown key is the engine rejecting the config; other
+        ValueError/TypeError (config validation) too; anything else (a torch broadcasting
+        RuntimeError, say) is unmapped: the engine accepted the config and then broke."""
+        if isinstance(exc, (KeyError, ValueError, TypeError)):
+            return "invalid_argument"
+        return "out_of_range" if isinstance(exc, IndexError) else None
 
-    def supports_model(self, config: Mapping[str, Any]) -> bool | str:
+    def supports_model(self, config: Mapping[str, Any], *, op: str = "model.rope") -> bool | str:
+        if op not in OPS:
+            return f"{op}: this engine harness covers {', '.join(OPS)}"
         model_type = _text_type(config)
         if model_type not in ROTATION:
             return f"transformers' {model_type!r}: the harness does not build this model type's rotation path"
@@ -131,12 +145,15 @@ class TransformersEngine:
         if op not in OPS:
             raise NotImplementedError(f"{op} is not covered by this engine harness (covers {', '.join(OPS)})")
         text, model, module = _built(json.dumps(config, sort_keys=True))
-        attn = _attention(_layers(model)[layer])
+        layers = _layers(model)
+        if not 0 <= layer < len(layers):
+            raise ConfigRejected(f"layer {layer}: the model built from the config has {len(layers)} layers")
+        attn = _attention(layers[layer])
         positions = np.asarray(inputs["positions"])
         q = torch.tensor(np.asarray(inputs["q"]), dtype=torch.float32).transpose(0, 1)[None]  # (1, H, T, D)
         k = torch.tensor(np.asarray(inputs["k"]), dtype=torch.float32).transpose(0, 1)[None]
         position_ids = torch.tensor(positions, dtype=torch.int64)[None]
-        scale = np.full(positions.shape[-1], float(attn.scaling))
+        scale = np.full(positions.shape[-1], _scaling(attn))
         if getattr(attn, "attn_temperature_tuning", False) and not getattr(attn, "use_rope", True):
             # Llama 4: the attention forward multiplies q by this on NoPE layers (modeling_llama4).
             p = torch.tensor(positions, dtype=torch.float32)
@@ -162,6 +179,15 @@ class TransformersEngine:
                 "k_rot": k_rot[0].transpose(0, 1).double().numpy(), **_per_pair(cos[0], sin[0])}
 
 
+def _scaling(attn: Any) -> float:
+    """The multiplier the attention module applies to q.k (``scaling``; Falcon's ``inv_norm_factor``)."""
+    for name in ("scaling", "inv_norm_factor", "softmax_scale"):
+        value = getattr(attn, name, None)
+        if isinstance(value, (int, float)):
+            return float(value)
+    raise LookupError(f"{type(attn).__name__} has no scaling attribute")
+
+
 def _text_type(config: Mapping[str, Any]) -> str:
     text = config.get("text_config")
     if isinstance(text, Mapping) and "model_type" in text:
@@ -171,15 +197,15 @@ def _text_type(config: Mapping[str, Any]) -> str:
 
 
 def _per_pair(cos: Any, sin: Any) -> dict[str, Any]:
-    """cos/sin ``(T, R)`` as transformers lays them out (halves repeated, or each value twice)
-    -> one column per pair ``(T, R/2)``."""
+    """cos/sin as transformers lays them out -> one column per pair ``(T, P)``: ``(T, 2P)`` with
+    the halves repeated or each value twice, or ``(T, P)`` already (gpt-oss)."""
     c, s = cos.double().numpy(), sin.double().numpy()
     half = c.shape[-1] // 2
     if np.array_equal(c[:, :half], c[:, half:]) and np.array_equal(s[:, :half], s[:, half:]):
         return {"cos": c[:, :half], "sin": s[:, :half]}
     if np.array_equal(c[:, 0::2], c[:, 1::2]) and np.array_equal(s[:, 0::2], s[:, 1::2]):
         return {"cos": c[:, 0::2], "sin": s[:, 0::2]}
-    raise ValueError(f"cos/sin of width {c.shape[-1]} are neither half- nor interleave-repeated")
+    return {"cos": c, "sin": s}  # already one column per pair (gpt-oss)
 
 
 ADAPTER = TransformersEngine()

@@ -110,10 +110,17 @@ class VllmEngine:
         except ImportError:
             self.version = "vllm not installed"
 
-    def supports(self, op: str, params: Mapping[str, Any]) -> bool | str:
-        return f"{op}: a model-level engine (run_model) runs model cases only"
+    def error_category(self, exc: BaseException) -> str | None:
+        """A KeyError naming the missing or unknown key is the engine rejecting the config; other
+        ValueError/TypeError (config validation) too; anything else (a torch broadcasting
+        RuntimeError, say) is unmapped: the engine accepted the config and then broke."""
+        if isinstance(exc, (KeyError, ValueError, TypeError)):
+            return "invalid_argument"
+        return "out_of_range" if isinstance(exc, IndexError) else None
 
-    def supports_model(self, config: Mapping[str, Any]) -> bool | str:
+    def supports_model(self, config: Mapping[str, Any], *, op: str = "model.rope") -> bool | str:
+        if op not in OPS:
+            return f"{op}: this engine harness covers {', '.join(OPS)}"
         try:
             _, model, architecture = _engine(json.dumps(config))
         except Exception as exc:  # vLLM refusing a config is a finding in itself

@@ -5,7 +5,8 @@ An adapter is any object with:
 ``name`` (str), ``dtype`` (``"float64" | "float32" | "float16" | "bfloat16"``: what it computes in)
     Required.
 ``run(op, params, inputs)``
-    Required. ``op`` is an op name (``"sinusoidal.table"``), ``params`` the case's full
+    Required, unless the adapter has ``run_model`` (a model-level adapter:
+    :mod:`posenc_ref.runner.models`; its other cases are then not applicable). ``op`` is an op name (``"sinusoidal.table"``), ``params`` the case's full
     parameters (dict), ``inputs`` a dict of NumPy arrays. Returns the outputs: a dict by output
     name, a tuple in the op's output order, or a single array for one-output ops; anything
     :func:`numpy.asarray` accepts. To reject bad input it raises its own exception.
@@ -163,9 +164,11 @@ def _instantiate(obj: Any, spec: str) -> Any:
 
 def check_adapter(obj: Any, spec: str) -> Any:
     """``obj`` if it follows the protocol; :class:`AdapterLoadError` naming what is missing."""
-    for attribute in ("name", "dtype", "run"):
+    for attribute in ("name", "dtype"):
         if not hasattr(obj, attribute):
             raise AdapterLoadError(f"adapter {spec!r} has no {attribute!r} (see conformance/README.md)")
+    if not hasattr(obj, "run") and not hasattr(obj, "run_model"):
+        raise AdapterLoadError(f"adapter {spec!r} has neither 'run' nor 'run_model' (see conformance/README.md)")
     if obj.dtype not in DTYPES:
         raise AdapterLoadError(f"adapter {spec!r} declares dtype {obj.dtype!r}; expected one of {', '.join(DTYPES)}")
     return obj

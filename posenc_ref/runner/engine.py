@@ -355,8 +355,12 @@ def run_case(adapter: Any, worker: Worker | None, loaded: corpus.Corpus, entry: 
                 for o in outputs]
     model_level = uses_run_model(adapter, op_name)
     try:
-        reason = (model_supports(adapter, entry["params"]) if model_level else
-                  supports(adapter, op_name, entry["params"], error_case=bool(entry.get("expected_error"))))
+        if model_level:
+            reason = model_supports(adapter, op_name, entry["params"])
+        elif not hasattr(adapter, "run"):
+            reason = f"{op_name}: the adapter runs model cases only (run_model, no run)"
+        else:
+            reason = supports(adapter, op_name, entry["params"], error_case=bool(entry.get("expected_error")))
     except Exception as exc:  # adapter code
         return every("error", f"adapter supports() raised {type(exc).__name__}: {exc}")
     if reason:

@@ -14,9 +14,13 @@ An adapter takes part at the model level by implementing
     ``max(positions) + 1``, or None) and any other param a case carries besides ``model``,
     ``config`` and ``layer``. Returns the outputs as ``run`` does (a mapping by output name).
     The engine parses the config itself: that parsing is what the case checks.
-``supports_model(config) -> bool | str``
-    Optional: ``True`` to run, anything else makes every case of that model ``not_applicable``
-    (a string is the reason).
+``supports_model(config, *, op) -> bool | str``
+    Optional: ``True`` to run, anything else makes the case ``not_applicable`` (a string is the
+    reason). ``op`` is passed when the method accepts it (``supports_model(config)`` alone
+    decides per model).
+
+An adapter with ``run_model`` and no ``run`` is a model-level adapter only: its op-level cases
+are ``not_applicable``.
 
 An adapter without ``run_model`` gets model cases through its ordinary ``run(op, params,
 inputs)``, where the built-in ``numpy`` adapter computes them with the registry's reference
@@ -50,6 +54,9 @@ CASE_KEYS: Final = ("model", "config", "layer")
 """Params of a model case that are not engine options."""
 ROPE_BLOCKS: Final = ("rope_parameters", "rope_scaling")
 """Config keys that hold a rope parameter dict (flat, or nested by layer type)."""
+_SIBLINGS: Final = (("rope_local_base_freq", "rope_theta"), ("rope_theta", "rope_local_base_freq"),
+                    ("original_max_position_embeddings", "max_position_embeddings"))
+"""(key, other key): an engine that reads the other key's value where this one is meant."""
 _PAIR_LIMIT: Final = 12
 """Pairs of ignored keys are tried only inside rope dicts of at most this many keys."""
 
@@ -75,7 +82,7 @@ def _accepts(function: Any, names: list[str]) -> list[str]:
     return [n for n in names if n not in signature.parameters]
 
 
-def model_supports(adapter: Any, params: Mapping[str, Any]) -> str | None:
+def model_supports(adapter: Any, op: str, params: Mapping[str, Any]) -> str | None:
     """``None`` when the model-level adapter runs this case, else the not_applicable reason."""
     if not isinstance(params.get("config"), Mapping) or not isinstance(params.get("layer"), int):
         return "not a model case: params lack a config dict and an integer layer"
@@ -85,7 +92,8 @@ def model_supports(adapter: Any, params: Mapping[str, Any]) -> str | None:
     custom = getattr(adapter, "supports_model", None)
     if not callable(custom):
         return None
-    verdict = custom(copy.deepcopy(dict(params["config"])))
+    config = copy.deepcopy(dict(params["config"]))
+    verdict = custom(config) if _accepts(custom, ["op"]) else custom(config, op=op)
     if verdict is True:
         return None
     return verdict if isinstance(verdict, str) and verdict else f"model {params.get('model')!r} not supported"
@@ -141,16 +149,30 @@ def readings(config: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], f
     ignored keys (``path.key``) so that a pair is not reported beside a single key that already
     explains the failure.
 
+    * a multimodal config's ``text_config`` read the same way (labels say ``in text_config``);
     * every top-level key ignored, one at a time (``rope_local_base_freq``, ``head_dim``,
       ``partial_rotary_factor``, ``layer_types``, ``query_pre_attn_scalar``, ...);
     * every key of every rope dict ignored, one at a time and in pairs (``attention_factor``;
       ``mscale`` and ``mscale_all_dim``; ``truncate``; ...), and the whole dict ignored;
+    * a key read as its sibling (``rope_local_base_freq`` as ``rope_theta``: sliding layers
+      with the global base);
     * a nested per-layer-type rope dict read as one: every layer type given the entry of
       another (Gemma 3's sliding layers scaled like its full layers);
     * both ``rope_parameters`` and ``rope_scaling`` present: each read alone.
     """
+    text = config.get("text_config")
+    if isinstance(text, Mapping):
+        for label, changed, keys in readings(text):
+            where = label.replace(" (in ", " (in text_config.") if " (in " in label else label + " (in text_config)"
+            yield where, {**copy.deepcopy(dict(config)), "text_config": changed}, frozenset(f"text_config.{k}" for k in keys)
     for key in config:
+        if key == "text_config" and isinstance(text, Mapping):
+            continue
         yield _label((), (key,)), _without(config, (), (key,)), frozenset({key})
+    for target, source in _SIBLINGS:
+        if target in config and source in config and config[target] != config[source]:
+            yield (f"`{target}` read as `{source}` ({config[source]!r})", {**copy.deepcopy(dict(config)),
+                   target: copy.deepcopy(config[source])}, frozenset({f"{target}<-{source}"}))
     for path, block in _rope_dicts(config):
         keys = [k for k in block if k not in ("rope_type", "type")]
         for key in keys:
