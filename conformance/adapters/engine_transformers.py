@@ -44,19 +44,25 @@ from typing import Any
 import numpy as np
 
 OPS = ("model.rope", "model.nope")
+_FULL = ("whole", "cos_sin")
 ROTATION = {
-    # model_type -> how the attention forward applies the modeling file's apply_rotary_pos_emb
-    "llama": "full", "mistral": "full", "mixtral": "full", "ministral": "full", "ministral3": "full",
-    "qwen2": "full", "qwen3": "full", "qwen3_moe": "full", "qwen2_moe": "full",
-    "gemma": "full", "gemma2": "full", "gemma3_text": "full",
-    "gpt_oss": "full", "gpt_neox": "full", "phi3": "full", "olmo2": "full", "olmo": "full",
-    "cohere": "full", "cohere2": "full", "glm4": "full", "glm": "full", "smollm3": "full",
-    "falcon": "full", "stablelm": "full", "starcoder2": "full", "granite": "full",
-    "phi": "rotary_ndims",
+    # model_type -> (which channels the attention forward rotates, what the rotary module returns)
+    **{t: _FULL for t in ("llama", "mistral", "mixtral", "ministral", "ministral3", "qwen2", "qwen3", "qwen3_moe",
+                          "qwen2_moe", "gemma", "gemma2", "gemma3_text", "gpt_oss", "gpt_neox", "phi3", "olmo2",
+                          "olmo", "cohere", "cohere2", "glm4", "glm", "smollm3", "falcon", "stablelm", "starcoder2",
+                          "granite")},
+    "phi": ("rotary_ndims", "cos_sin"),
+    "deepseek_v3": ("suffix", "cos_sin"),
+    "deepseek_v2": ("suffix", "complex_bhtd"),
+    "llama4_text": ("whole", "complex_bthd"),
 }
-"""Model types whose rotation the harness builds: ``full`` passes the whole head to
-``apply_rotary_pos_emb`` (partial rotary handled inside it), ``rotary_ndims`` splits at the
-attention module's ``rotary_ndims`` first, as Phi's attention forward does."""
+"""Model types whose rotation the harness builds, as their attention forward does it:
+``whole`` passes the whole head to the modeling file's rotation function (partial rotary handled
+inside it), ``rotary_ndims`` splits at the attention module's ``rotary_ndims`` first (Phi),
+``suffix`` rotates the last ``qk_rope_head_dim`` channels (DeepSeek's ``q_pe``). ``cos_sin``:
+the rotary module returns (cos, sin) for ``apply_rotary_pos_emb`` (DeepSeek-V3 with
+``rope_interleave``: ``apply_rotary_pos_emb_interleave``); ``complex_*``: it returns complex
+``freqs_cis`` for ``apply_rotary_emb``, on (B, T, H, D) (Llama 4) or (B, H, T, D) (DeepSeek-V2)."""
 
 
 def _torch() -> Any:
@@ -167,16 +173,34 @@ class TransformersEngine:
         call_args: tuple[Any, ...] = (q, position_ids)
         if "layer_type" in inspect.signature(rotary.forward).parameters:
             call_args += (attn.layer_type,)
+        split, returns = ROTATION[_text_type(config)]
+        width = q.shape[-1]
+        if split == "rotary_ndims":
+            start, stop = 0, attn.rotary_ndims
+        elif split == "suffix":
+            start, stop = width - text.qk_rope_head_dim, width
+        else:
+            start, stop = 0, width
         with torch.no_grad():
-            cos, sin = rotary(*call_args)
-            if ROTATION[_text_type(config)] == "rotary_ndims":
-                r = attn.rotary_ndims
-                q_r, k_r = module.apply_rotary_pos_emb(q[..., :r], k[..., :r], cos, sin)
-                q_rot, k_rot = torch.cat((q_r, q[..., r:]), -1), torch.cat((k_r, k[..., r:]), -1)
+            embedding = rotary(*call_args)
+            q_r, k_r = q[..., start:stop], k[..., start:stop]
+            if returns == "cos_sin":
+                cos, sin = embedding
+                apply = (module.apply_rotary_pos_emb_interleave if getattr(text, "rope_interleave", False)
+                         and hasattr(module, "apply_rotary_pos_emb_interleave") else module.apply_rotary_pos_emb)
+                q_r, k_r = apply(q_r, k_r, cos, sin)
+                pairs = _per_pair(cos[0], sin[0])
             else:
-                q_rot, k_rot = module.apply_rotary_pos_emb(q, k, cos, sin)
+                if returns == "complex_bthd":
+                    q_r, k_r = module.apply_rotary_emb(q_r.transpose(1, 2), k_r.transpose(1, 2), embedding)
+                    q_r, k_r = q_r.transpose(1, 2), k_r.transpose(1, 2)
+                else:
+                    q_r, k_r = module.apply_rotary_emb(q_r, k_r, embedding)
+                pairs = {"cos": embedding[0].real.double().numpy(), "sin": embedding[0].imag.double().numpy()}
+            q_rot = torch.cat((q[..., :start], q_r, q[..., stop:]), -1)
+            k_rot = torch.cat((k[..., :start], k_r, k[..., stop:]), -1)
         return {**out, "q_rot": q_rot[0].transpose(0, 1).double().numpy(),
-                "k_rot": k_rot[0].transpose(0, 1).double().numpy(), **_per_pair(cos[0], sin[0])}
+                "k_rot": k_rot[0].transpose(0, 1).double().numpy(), **pairs}
 
 
 def _scaling(attn: Any) -> float:
