@@ -9,9 +9,9 @@ derives from the config), builds the model class vLLM picks for the config on th
 device (``initialize_model``: every layer's constructor runs, no weight is allocated), and from
 layer ``i``'s attention module takes
 
-* ``rotary_emb``: the rotary module vLLM built for that layer, its cos/sin cache recomputed on
-  the CPU by the module's own ``_compute_cos_sin_cache`` (``mscale`` / attention factor
-  included, as vLLM multiplies it into the cache), then called as the model calls it,
+* ``rotary_emb``: the rotary module vLLM built for that layer (rotary modules alone are
+  constructed on the CPU, so their cos/sin cache is computed by their own constructor,
+  ``mscale`` / attention factor included as vLLM multiplies it in), called as the model calls it,
   ``rotary_emb(positions, q, k)`` with q ``(T, H*D)`` and k ``(T, Hkv*D)``;
 * the logit multiplier: the attention backend's ``scale`` (what the kernel multiplies q.k by),
   times Llama 4's ``_get_attn_scale(positions)`` on NoPE layers with temperature tuning.
@@ -115,13 +115,49 @@ def _build(config_json: str) -> tuple[Any, Any, str]:
     vllm_config = EngineArgs(model=folder, skip_tokenizer_init=True, dtype="float32").create_engine_config()
     _parallel_state()
     _, architecture = get_model_architecture(vllm_config.model_config)
-    with torch.device("meta"):
+    with torch.device("meta"), _rotary_on_cpu():
         model = initialize_model(vllm_config)
     return vllm_config, model, architecture
 
 
+@contextlib.contextmanager
+def _rotary_on_cpu() -> Iterator[None]:
+    """Every vLLM rotary module constructed on the CPU (its cos/sin cache computed for real by its
+    own constructor) while the rest of the model is built on the meta device."""
+    import torch
+    from vllm.model_executor.layers.rotary_embedding.base import RotaryEmbeddingBase
+
+    def subclasses(cls: type) -> set[type]:
+        found = {cls}
+        for sub in cls.__subclasses__():
+            found |= subclasses(sub)
+        return found
+
+    from vllm.model_executor.layers.rotary_embedding.phi3_long_rope_scaled_rope import (
+        Phi3LongRoPEScaledRotaryEmbedding,  # an nn.Module of its own, not a RotaryEmbeddingBase
+    )
+
+    classes = subclasses(RotaryEmbeddingBase) | {Phi3LongRoPEScaledRotaryEmbedding}
+    originals = {cls: cls.__dict__["__init__"] for cls in classes if "__init__" in cls.__dict__}
+
+    def on_cpu(init: Any) -> Any:
+        @functools.wraps(init)
+        def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
+            with torch.device("cpu"):
+                init(self, *args, **kwargs)
+        return wrapped
+
+    for cls, init in originals.items():
+        cls.__init__ = on_cpu(init)  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        for cls, init in originals.items():
+            cls.__init__ = init  # type: ignore[misc]
+
+
 def _attention(model: Any, layer: int) -> Any:
-    pattern = re.compile(rf"(^|\.)layers\.{layer}\.(self_attn|attn|attention|self_attention)$")
+    pattern = re.compile(rf"(^|\.)(layers|h)\.{layer}\.(self_attn|attn|attention|self_attention)$")
     for name, module in model.named_modules():
         if pattern.search(name) and not any(part in name for part in _SKIP_MODULES):
             return module
@@ -178,6 +214,9 @@ class VllmEngine:
         if op not in OPS:
             raise NotImplementedError(f"{op} is not covered by this engine harness (covers {', '.join(OPS)})")
         vllm_config, model, _ = _engine(json.dumps(config))
+        layers = vllm_config.model_config.hf_text_config.num_hidden_layers
+        if not 0 <= layer < layers:
+            raise ValueError(f"layer {layer}: vLLM's model for this config has {layers} layers")
         attn = _attention(model, layer)
         positions = torch.tensor(np.asarray(inputs["positions"]), dtype=torch.int64)
         q_in, k_in = np.asarray(inputs["q"]), np.asarray(inputs["k"])
@@ -189,20 +228,32 @@ class VllmEngine:
         rotary = getattr(attn, "rotary_emb", None)
         if rotary is None or op == "model.nope":
             return {**out, "q_rot": q_in, "k_rot": k_in}
-        with set_current_vllm_config(vllm_config), _longer_cache(rotary, int(positions.max()) + 1):
-            rotary.cos_sin_cache = rotary._compute_cos_sin_cache().to(torch.float32)
+        needed = int(positions.max()) + 1
+        cache = getattr(rotary, "cos_sin_cache", None)
+        if cache is not None and needed > cache.shape[0] and type(rotary).__name__ not in _FIXED_LAYOUT:
+            with set_current_vllm_config(vllm_config), _longer_cache(rotary, needed):
+                rotary.cos_sin_cache = rotary._compute_cos_sin_cache().to(cache.dtype)
+            if needed > rotary.cos_sin_cache.shape[0]:
+                raise IndexError(f"position {needed - 1} past vLLM's cos/sin cache of "
+                                 f"{rotary.cos_sin_cache.shape[0]} positions ({type(rotary).__name__})")
         q = torch.tensor(q_in.reshape(t, -1), dtype=torch.float32)
         k = torch.tensor(k_in.reshape(t, -1), dtype=torch.float32)
-        if int(positions.max()) >= rotary.cos_sin_cache.shape[0]:
-            raise IndexError(f"position {int(positions.max())} past vLLM's cos/sin cache of "
-                             f"{rotary.cos_sin_cache.shape[0]} positions ({type(rotary).__name__})")
         with set_current_vllm_config(vllm_config):
             with torch.no_grad():
                 q_rot, k_rot = rotary(positions, q.clone(), k.clone())
-        cache = rotary.cos_sin_cache[positions].double().numpy()  # (T, R): cos | sin
-        half = cache.shape[-1] // 2
+            # cos/sin per pair as vLLM's rotation applies them: rotate a probe with 1 in the first
+            # channel of every pair (pairs (i, i + R/2) neox style, (2i, 2i + 1) otherwise), so the
+            # pair's two outputs are a*cos and a*sin, whatever cache layout the class keeps.
+            r = int(rotary.rotary_dim)
+            neox = getattr(rotary, "is_neox_style", True)  # Phi-3 LongRoPE: always neox style
+            probe = torch.zeros(t, int(getattr(rotary, "head_size", head_dim)), dtype=torch.float32)
+            first = slice(0, r // 2) if neox else slice(0, r, 2)
+            second = slice(r // 2, r) if neox else slice(1, r, 2)
+            probe[:, first] = 1.0
+            rotated, _ = rotary(positions, probe.clone(), probe.clone())
+        rotated = rotated.double().numpy()
         return {**out, "q_rot": q_rot.double().numpy().reshape(q_in.shape),
-                "k_rot": k_rot.double().numpy().reshape(k_in.shape), "cos": cache[:, :half], "sin": cache[:, half:]}
+                "k_rot": k_rot.double().numpy().reshape(k_in.shape), "cos": rotated[:, first], "sin": rotated[:, second]}
 
 
 class _Arange:

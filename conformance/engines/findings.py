@@ -70,7 +70,57 @@ class Finding:
                 and (self.outputs is None or output in self.outputs))
 
 
-FINDINGS: tuple[Finding, ...] = ()
+_TINY_LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+               "max_position_embeddings": 4096, "rope_theta": 10000.0}
+
+FINDINGS: tuple[Finding, ...] = (
+    Finding(
+        id="transformers-llama4-temperature-int",
+        engine="transformers", kind="config",
+        cases=("model.llama-4-scout.*",),
+        title="transformers rejects Llama 4 Scout's published config: `attn_temperature_tuning` is 4, the class wants a bool",
+        computes="nothing: `AutoConfig.for_model` raises `StrictDataclassFieldValidationError: Field "
+                 "'attn_temperature_tuning' expected bool, got int (value: 4)`, so no Llama 4 layer can be built",
+        config_says="`\"attn_temperature_tuning\": 4` in the hub `config.json` of meta-llama/Llama-4-Scout-17B-16E "
+                    "(text_config); the reference reads it as enabled (any non-zero value), as transformers 4.x and "
+                    "vLLM's model file did",
+        cause="`Llama4TextConfig.attn_temperature_tuning` is declared `bool` and transformers 5's strict config "
+              "dataclasses validate field types on construction; the int the checkpoint ships fails that check",
+        report="https://github.com/vllm-project/vllm/pull/19997 (the key became a documented bool in transformers "
+               "#37501); no report of the strict check rejecting the hub file was found in the stored issue index",
+        minimal_config={"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 4,
+                        "num_key_value_heads": 2, "head_dim": 128, "num_hidden_layers": 4,
+                        "no_rope_layers": [1, 1, 1, 0], "attn_temperature_tuning": 4, "floor_scale": 8192,
+                        "attn_scale": 0.1, "rope_theta": 500000.0},
+        layer=3, positions=(0, 1, 8191, 100000),
+    ),
+    Finding(
+        id="transformers-factor-zero",
+        engine="transformers", kind="engine",
+        cases=("model.rope.error.factor_not_positive",),
+        title="transformers accepts a linear rope `factor` of 0 with a logged warning; inv_freq becomes inf",
+        computes="a warning (`rope_parameters`'s factor field must be a float or int >= 1, got 0.0), then inv_freq "
+                 "= inf and cos/sin NaN at every position (0 * inf at position 0)",
+        config_says="`rope_scaling: {rope_type: linear, factor: 0.0}`: no valid reading (positions divided by 0)",
+        cause="`modeling_rope_utils` validates `factor` by logging, not raising; the linear init then divides by it",
+        report="none found in the stored issue index",
+        minimal_config={**_TINY_LLAMA, "rope_scaling": {"rope_type": "linear", "factor": 0.0}},
+    ),
+    Finding(
+        id="transformers-longrope-lengths",
+        engine="transformers", kind="engine",
+        cases=("model.rope.error.longrope_list_length",),
+        title="transformers does not check LongRoPE factor-list lengths; a torch broadcasting error follows",
+        computes="the config is accepted; building the rotary module raises `RuntimeError: Attempting to broadcast "
+                 "a dimension of length 8` (no message naming the key)",
+        config_says="`short_factor` of 3 and `long_factor` of 8 values where head_dim 16 needs 8 each",
+        cause="the LongRoPE validation in `modeling_rope_utils` warns on a wrong length instead of raising, so the "
+              "first use of the factors fails inside torch",
+        report="none found in the stored issue index",
+        minimal_config={**_TINY_LLAMA, "original_max_position_embeddings": 1024,
+                        "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 8}},
+    ),
+)
 
 
 # --- record -----------------------------------------------------------------------------------
@@ -133,17 +183,32 @@ def measure_one(adapter: Any, finding: Finding) -> dict[str, Any]:
     from posenc_ref.models import resolve
     from posenc_ref.registry import get_op
 
+    from posenc_ref.errors import SpecError
+
     config = finding.minimal_config
     assert config is not None
-    resolved = resolve(config)
-    layer = resolved.layers[finding.layer]
-    op = "model.nope" if layer.scheme == "nope" else "model.rope"
     positions = np.asarray(finding.positions, dtype=np.int64)
+    context = int(positions.max()) + 1
     rng = np.random.default_rng(20261202)
     t = len(positions)
+    try:
+        layer = resolve(config).layers[finding.layer]
+    except SpecError as exc:
+        heads, kv_heads = config["num_attention_heads"], config.get("num_key_value_heads", config["num_attention_heads"])
+        head_dim = config.get("head_dim") or config["hidden_size"] // heads
+        inputs = {"positions": positions, "q": rng.standard_normal((t, heads, head_dim)),
+                  "k": rng.standard_normal((t, kv_heads, head_dim))}
+        try:
+            got = adapter.run_model(json.loads(json.dumps(config)), finding.layer, inputs, op="model.rope",
+                                    context_length=context)
+        except Exception as engine_exc:  # the engine rejecting it too is the measurement
+            return {"reference_error": str(exc), "raised": f"{type(engine_exc).__name__}: "
+                    f"{str(engine_exc).splitlines()[0][:200]}"}
+        cos = np.asarray(got["cos"], dtype=np.float64)
+        return {"reference_error": str(exc), "engine_non_finite": [int((~np.isfinite(cos)).sum()), int(cos.size)]}
+    op = "model.nope" if layer.scheme == "nope" else "model.rope"
     inputs = {"positions": positions, "q": rng.standard_normal((t, layer.num_heads, layer.head_dim)),
               "k": rng.standard_normal((t, layer.num_kv_heads, layer.head_dim))}
-    context = int(positions.max()) + 1
     ref = get_op(op).call({"model": finding.id, "config": config, "layer": finding.layer,
                            "context_length": context}, inputs)
     got = adapter.run_model(json.loads(json.dumps(config)), finding.layer, inputs, op=op, context_length=context)
@@ -204,6 +269,12 @@ def _fmt(x: Any) -> str:
 def _effect(m: dict[str, Any] | None) -> list[str]:
     if not m:
         return ["- **Measured effect**: not measured (no minimal config)."]
+    if "reference_error" in m:
+        engine = (f"the engine raised `{m['raised']}`" if "raised" in m else
+                  f"the engine returned {m['engine_non_finite'][0]} non-finite cos values of "
+                  f"{m['engine_non_finite'][1]}")
+        return [f"- **Measured effect**: the reference rejects the minimal config (`{m['reference_error']}`); "
+                f"{engine}."]
     if "raised" in m:
         return [f"- **Measured effect**: on the minimal config the engine raised `{m['raised']}`."]
     lines = [f"- **Measured effect** (minimal config, layer {m['layer']} ({m['layer_kind']}), positions "

@@ -53,6 +53,8 @@ engine() {  # engine NAME PYTHON
 only=${POSENC_ENGINES_ONLY:-}
 if [ -z "$only" ] || [ "$only" = transformers ]; then
   engine transformers python
+  echo "== engine tests (transformers harness against the op-level reference)"
+  python -m pytest -q -p no:cacheprovider tests/test_engines_transformers.py || status=1
 fi
 if [ -z "$only" ] || [ "$only" = vllm ]; then
   if [ -x "$vllm_python" ] && "$vllm_python" -c "import vllm, posenc_ref" 2> /dev/null; then
