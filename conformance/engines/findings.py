@@ -93,6 +93,8 @@ FINDINGS: tuple[Finding, ...] = (
                         "no_rope_layers": [1, 1, 1, 0], "attn_temperature_tuning": 4, "floor_scale": 8192,
                         "attn_scale": 0.1, "rope_theta": 500000.0},
         layer=3, positions=(0, 1, 8191, 100000),
+        notes=("vLLM 0.32.0 parses configs through transformers 5.19 and refuses the same config with the same "
+               "error (its Llama 4 cases are not applicable below, with that reason).",),
     ),
     Finding(
         id="transformers-factor-zero",
@@ -119,6 +121,34 @@ FINDINGS: tuple[Finding, ...] = (
         report="none found in the stored issue index",
         minimal_config={**_TINY_LLAMA, "original_max_position_embeddings": 1024,
                         "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 8}},
+    ),
+    Finding(
+        id="vllm-longrope-default-max-model-len",
+        engine="vllm", kind="engine",
+        cases=("model.phi-3.5-mini.sliding.rope_apply.long",),
+        title="vLLM's LongRoPE under default options serves only `original_max_position_embeddings` positions "
+              "with short factors; past them it reads shifted rows of its long cache",
+        computes="with default engine options vLLM derives `max_model_len` = 4096 (the original length), so "
+                 "`use_long_rope` is False and every position uses the short factors: positions below 4096 match "
+                 "the reference; position p >= 4096 indexes the concatenated short|long cache at row p, i.e. the "
+                 "long factors at position p - 4096 (position 4096 gets cos = mscale, the long cache's row 0), "
+                 "and position 10^6 raises `IndexError: index out of range in self`. With `max_model_len` > 4096 "
+                 "given as an engine option, vLLM uses the long factors for every token, short sequences included "
+                 "(source of phi3_long_rope_scaled_rope.py; not run here)",
+        config_says="`original_max_position_embeddings` 4096, `max_position_embeddings` 131072: transformers uses "
+                    "the short factors while the sequence (max position + 1) is at most 4096 and the long factors "
+                    "for every token once it is longer",
+        cause="vLLM decides short vs long once, at construction, from `max_model_len` (to keep the KV cache valid "
+              "as a sequence crosses the threshold), not per sequence; under its default `max_model_len` it would "
+              "refuse requests past 4096, so the shifted rows are reached only by callers that bypass that check",
+        report="none found for the shifted rows; the per-engine choice is documented in vLLM's source comment "
+               "(\"Force long factors if max_model_len exceeds original_max_position_embeddings\")",
+        minimal_config={"model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4,
+                        "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 16384,
+                        "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+                        "rope_scaling": {"type": "longrope", "short_factor": [1.0 + i / 64 for i in range(32)],
+                                         "long_factor": [1.0 + i / 8 for i in range(32)]}},
+        positions=(0, 1, 4095, 4096, 16383),
     ),
 )
 
@@ -298,7 +328,12 @@ def render() -> str:
            "Each engine below ran every model case of the corpus through `run_model`: it was handed the",
            "model's config exactly as its `config.json` holds it and parsed it itself (conformance/README.md,",
            "\"Model-level adapters\"). Every case it did not pass is listed here with its cause. How to rerun:",
-           "`bash conformance/engines/run_engines.sh REPORTS_DIR --record`.", ""]
+           "`bash conformance/engines/run_engines.sh REPORTS_DIR --record`.", "",
+           "Kinds: *engine*, the engine computes or accepts something the config does not mean; *config*, the",
+           "engine refuses a published config. The error cases (`model.rope.error.*`, invalid configs) pass when",
+           "the engine rejects the config; the vLLM harness reports a config that vLLM refuses to build as not",
+           "applicable with vLLM's own message (so its error cases and the configs it refuses are listed under",
+           "\"Not applicable\", each with the reason).", ""]
     for engine, (_, label) in ENGINES.items():
         data = _load(engine)
         out += [f"## {label}", ""]
