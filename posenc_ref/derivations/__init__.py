@@ -19,14 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from posenc_ref.derivations import attention, bias, relative, rope, sinusoidal
+from posenc_ref.derivations import alibi, attention, rope, sinusoidal, transformer_xl
 from posenc_ref.derivations._claim import Claim, Derivation
 
 CLAIMS: Final[tuple[Claim, ...]] = (
     *sinusoidal.CLAIMS,
     *rope.CLAIMS,
-    *bias.CLAIMS,
-    *relative.CLAIMS,
+    *alibi.CLAIMS,
+    *transformer_xl.CLAIMS,
     *attention.CLAIMS,
 )
 
