@@ -9,6 +9,7 @@ from typing import Any
 
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))  # document the checkout, not some installed copy
+sys.path.insert(0, str(DOCS / "_ext"))  # the site's own directives (registry_pages)
 
 import posenc_ref  # noqa: E402
 from posenc_ref.registry import OPS  # noqa: E402
@@ -24,6 +25,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "matplotlib.sphinxext.plot_directive",
+    "registry_pages",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
