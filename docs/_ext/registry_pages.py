@@ -33,7 +33,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.errors import ExtensionError
 
-SIGNATURE_WIDTH = 88
+SIGNATURE_WIDTH = 72
 
 
 def matching_ops(pattern: str) -> list[Any]:
