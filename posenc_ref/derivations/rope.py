@@ -70,14 +70,14 @@ def _relativity_tie_back() -> None:
 
 RELATIVITY = Claim(
     name="rope.relativity",
-    title="RoPE scores depend only on the offset, through R_{n-m}",
+    title="RoPE scores depend only on the offset n - m",
     statement=r"(R_m q)^\top (R_n k) = q^\top R_{n-m}\,k",
-    source="Su et al. 2021 (RoFormer), arXiv:2104.09864, eq. 16; corrects tutorials that write R_{m-n}",
+    source="Su et al. 2021 (RoFormer), arXiv:2104.09864, eq. 16; corrects tutorials that write $R_{m-n}$",
     derive=_relativity,
     tie_back=_relativity_tie_back,
     ops=("rope.scores", "rope.apply"),
-    corrects="'(R_m q)^T (R_n k) = q^T R_{m-n} k': with R_theta = [[cos, -sin], [sin, cos]] the product is "
-             "R_m^T R_n = R_{n-m}",
+    corrects=r"$(R_m q)^\top (R_n k) = q^\top R_{m-n} k$: with $R_\theta = \begin{pmatrix}\cos\theta & -\sin\theta"
+             r" \\ \sin\theta & \cos\theta\end{pmatrix}$ the product is $R_m^\top R_n = R_{n-m}$",
     cases=("rope.scores.half.d64", "rope.scores.long.offsets_near_1e6"),
 )
 
