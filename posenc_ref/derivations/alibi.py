@@ -32,6 +32,12 @@ def _alibi_relative_tie_back() -> None:
 ALIBI_RELATIVE = Claim(
     name="alibi.relative",
     title="ALiBi's bias depends only on i - j",
+    proof=(
+        (r"The bias of head $h$:",
+         r"b_h(i, j) = -m_h\,(i - j)"),
+        (r"Shift both positions by $c$:",
+         r"b_h(i + c, j + c) = -m_h\,\big((i + c) - (j + c)\big) = -m_h\,(i - j)"),
+    ),
     statement=r"b_h(i + c, j + c) = b_h(i, j) = -m_h\,(i - j)",
     source="Press et al. 2021 (ALiBi), arXiv:2108.12409, section 3",
     derive=_alibi_relative,
@@ -77,6 +83,14 @@ def _key_only_tie_back() -> None:
 KEY_ONLY = Claim(
     name="alibi.key_only_row_constant",
     title="Key-only ALiBi differs by a per-row constant, invisible after softmax",
+    proof=(
+        (r"Split the relative bias:",
+         r"-m\,(i - j) = m\,j - m\,i"),
+        (r"A constant $a$ added to a whole row leaves its softmax unchanged:",
+         r"\mathrm{softmax}_j(x_j + a) = \frac{e^{a} e^{x_j}}{e^{a}\sum_{j'} e^{x_{j'}}} = \mathrm{softmax}_j(x_j)"),
+        (r"With $a = -m\,i$, constant along row $i$:",
+         r"\mathrm{softmax}_j\big(s_{ij} - m(i - j)\big) = \mathrm{softmax}_j\big(s_{ij} + m\,j\big)"),
+    ),
     statement=r"-m(i - j) = m\,j - m\,i \ \Rightarrow\ \mathrm{softmax}_j(s_{ij} - m(i - j)) = "
               r"\mathrm{softmax}_j(s_{ij} + m j)",
     source="ofirpress/attention_with_linear_biases (the fairseq fork adds m j); BLOOM build_alibi_tensor",
@@ -120,6 +134,12 @@ def _power_of_two_fixed() -> None:
 POWER_OF_TWO = Claim(
     name="alibi.power_of_two_slopes",
     title="For H a power of two, the slopes are 2^(-8h/H)",
+    proof=(
+        (r"The authors' code starts the ladder at $2^{-2^{-(\log_2 H - 3)}}$; the inner exponent is:",
+         r"2^{-(\log_2 H - 3)} = \frac{2^3}{2^{\log_2 H}} = \frac{8}{H}"),
+        (r"Slope $h$ is the start raised to the power $h$:",
+         r"m_h = \big(2^{-8/H}\big)^h = 2^{-8h/H},\qquad h = 1, \dots, H"),
+    ),
     statement=r"H = 2^n:\quad m_h = \big(2^{-8/H}\big)^h = 2^{-8h/H},\ h = 1, \dots, H",
     source="Press et al. 2021, section 3 (the geometric sequence starting at 2^(-8/H)); ofirpress get_slopes",
     derive=_power_of_two,

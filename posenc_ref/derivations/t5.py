@@ -58,6 +58,16 @@ def _t5_fixed() -> None:
 T5 = Claim(
     name="t5.buckets_monotone_exact_region",
     title="T5 buckets are monotone in |r| and exact near zero",
+    proof=(
+        (r"Below $E$ exact buckets the bucket is the distance itself:",
+         r"n < E:\quad \operatorname{bucket}(n) = n"),
+        (r"From $E$ on it is a floor of an increasing function of $n$, clipped at $B - 1$, so it never decreases:",
+         r"n \ge E:\quad \operatorname{bucket}(n) = \min\Big(B - 1,\ E + \Big\lfloor \frac{\ln(n/E)}{\ln(D/E)}\,(B - E)\Big\rfloor\Big)"),
+        (r"At the seam $n = E$ the logarithm is $0$, one above the last exact bucket:",
+         r"\operatorname{bucket}(E) = E = \operatorname{bucket}(E - 1) + 1"),
+        (r"Floating-point floors can still slip near integers, so the machine check below counts every violation exhaustively over the listed sizes; each count must be 0.",
+         r"\#\{\text{decreases}\} = \#\{\text{inexact } |r| < E\} = 0"),
+    ),
     statement=r"|r| < \tfrac{N'}{2} \Rightarrow \text{bucket}(r) = |r|"
               r" \ (+N' \text{ for } r > 0 \text{ bidirectionally});\ \text{bucket is non-decreasing in } |r|",
     source="Raffel et al. 2020 (T5), arXiv:1910.10683, section 2.1; Mesh TensorFlow _relative_position_bucket",
