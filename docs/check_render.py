@@ -527,7 +527,7 @@ def _long_code(site: Path, page: Path) -> None:
 
 
 def _clipped_table(site: Path, page: Path) -> None:
-    _edit(page, "</article>", '<div style="overflow: hidden"><table style="display: table; width: 1329px">'
+    _edit(page, "</article>", '<div style="overflow: hidden"><table style="display: table; width: 1329px; max-width: none">'
           "<tr><td>a table wider than the text column</td></tr></table></div></article>")
 
 

@@ -173,10 +173,12 @@ class CaseTable(Directive):
         for op in ops:
             kinds = {kind: sum(c.kind == kind for c in op.cases) for kind in ("normal", "edge", "long_position", "error")}
             counts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in kinds.items() if n)
-            summary = f"<code>{html.escape(op.name)}</code>: {html.escape(op.summary)} ({counts})"
+            summary = f"<code>{html.escape(op.name)}</code>: <code>{html.escape(op.summary)}</code> ({counts})"
             out.append(nodes.raw("", f'<details class="posenc-cases"><summary>{summary}</summary>', format="html"))
-            rows = [[_code(case.id), _kind(case), case.comment] for case in op.cases]
-            out.append(_table(["case id", "kind", "why it exists"], rows, [45, 15, 40]))
+            # The comment is the manifest's one-line string, shown verbatim (its ASCII formulas are
+            # not TeX, so they are set as code, never as prose).
+            rows = [[_code(case.id), _kind(case), _code(case.comment)] for case in op.cases]
+            out.append(_table(["case id", "kind", "why it exists (the manifest's comment)"], rows, [45, 15, 40]))
             out.append(nodes.raw("", "</details>", format="html"))
         return out
 
