@@ -81,8 +81,10 @@ def test_case_tables_hold_every_case_of_their_ops():
     ops = registry_pages.matching_ops("rope.*")
     assert len(shown) == len(ops)
     for table, op in zip(shown, ops):
-        ids = [literal.astext() for literal in table.findall(nodes.literal)]
-        assert ids == [case.id for case in op.cases]
+        body = next(table.findall(nodes.tbody))
+        rows = [[entry.astext() for entry in row.findall(nodes.entry)] for row in body.findall(nodes.row)]
+        assert [row[0] for row in rows] == [case.id for case in op.cases]
+        assert [row[2] for row in rows] == [case.comment for case in op.cases]
 
 
 def test_an_unknown_pattern_or_name_stops_the_build():
@@ -128,3 +130,54 @@ def test_source_sections_show_the_ops_of_their_page(page):
         module = op.function.__module__.removeprefix("posenc_ref.")
         if module in modules:
             assert (module, op.function.__name__) in included, f"{page} does not show {op.name}'s source"
+
+
+def table_rows_with_wrong_cell_counts(text: str) -> list[str]:
+    """Markdown table rows whose cell count differs from the header's (a ``|`` inside a cell).
+
+    GitHub-flavoured Markdown splits a row at every unescaped ``|``, inside backticks too, and
+    silently drops cells beyond the header's count.
+    """
+    bad, header, fenced = [], None, False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if fenced or not line.startswith("|"):
+            header = None if not line.startswith("|") else header
+            continue
+        cells = len(re.split(r"(?<!\\)\|", line.strip().strip("|")))
+        if header is None:
+            header = cells
+        elif cells != header:
+            bad.append(line)
+    return bad
+
+
+def test_no_table_cell_is_split_by_a_pipe():
+    for page in [*PAGES, *sorted((DOCS / "lab").glob("*.md")), DOCS.parent / "conformance" / "README.md"]:
+        bad = table_rows_with_wrong_cell_counts(page.read_text(encoding="utf-8"))
+        assert not bad, f"{page.name}: table rows with a cell split by '|': {bad[:2]}"
+
+
+def test_no_line_starts_a_blockquote_by_accident():
+    for page in [*PAGES, *sorted((DOCS / "lab").glob("*.md"))]:
+        fenced, stray = False, []
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif not fenced and re.match(r">(?!>>)", line):
+                stray.append(line)
+        assert not stray, f"{page.name}: lines that render as a blockquote: {stray[:2]}"
+
+
+def test_the_lint_catches_the_defects_it_is_for():
+    table = "| parameter | value | who |\n|---|---|---|\n| `R` | paper ladder, `[sin | cos]` concatenated | both |\n"
+    assert table_rows_with_wrong_cell_counts(table) == [table.splitlines()[2]]
+    assert table_rows_with_wrong_cell_counts(table.replace("[sin | cos]", "[sin, cos]")) == []
+
+
+def test_no_page_holds_control_characters():
+    # A TeX command written into an ordinary Python string ("\b", "\t") arrives as a control character.
+    for page in [*PAGES, *sorted((DOCS / "lab").glob("*.md")), *sorted((DOCS / "derivations").glob("*.md"))]:
+        bad = re.findall(r"[\x00-\x08\x0b-\x1f\x7f]", page.read_text(encoding="utf-8"))
+        assert not bad, f"{page.name}: control characters {sorted(set(bad))}"
