@@ -9,6 +9,7 @@ from typing import Any
 
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))  # document the checkout, not some installed copy
+sys.path.insert(0, str(DOCS / "_ext"))  # the site's own directives (registry_pages)
 
 import posenc_ref  # noqa: E402
 from posenc_ref.registry import OPS  # noqa: E402
@@ -24,6 +25,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "matplotlib.sphinxext.plot_directive",
+    "registry_pages",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
@@ -34,7 +36,9 @@ myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 
 # Math: MathJax 3 SVG from the build tree (docs/build.py installs it); the default is a CDN.
-html_static_path = ["_build/vendor"]
+html_static_path = ["_build/vendor", "_static_site"]
+html_css_files = ["posenc.css"]
+html_js_files = ["posenc.js"]
 mathjax_path = "mathjax/tex-svg.js"
 
 # API reference: numpydoc layout, docstring validation during the build.
@@ -58,8 +62,14 @@ plot_apply_rcparams = True
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"posenc-ref {release}"
+# One persistent sidebar holds the whole site, grouped by the captions of docs/index.md's toctrees
+# (Learn, Schemes, Reference, Check your implementation); the top bar holds no page links.
+templates_path = ["_templates"]
+html_sidebars = {"**": ["sidebar-site-nav"]}
 html_theme_options = {
     "navigation_with_keys": False,
+    "navbar_center": [],
+    "primary_sidebar_end": [],
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
@@ -128,8 +138,21 @@ def outside_links(docname: str, text: str) -> str:
     return _LINK.sub(fix, text)
 
 
+# Pages the sidebar lists that other parts of the project add (docs/findings.md, docs/models.md):
+# a toctree line naming one of them is dropped while its page does not exist yet.
+OPTIONAL_PAGES = ("findings", "models")
+
+
+def drop_missing_optional_pages(text: str) -> str:
+    """``text`` without the toctree lines of :data:`OPTIONAL_PAGES` that have no page in ``docs/``."""
+    missing = [name for name in OPTIONAL_PAGES if not (DOCS / f"{name}.md").is_file()]
+    return re.sub(rf"^(?:{'|'.join(missing)})\n", "", text, flags=re.M) if missing else text
+
+
 def _source_read(app: Any, docname: str, source: list[str]) -> None:
     source[0] = outside_links(docname, source[0])
+    if docname == "index":
+        source[0] = drop_missing_optional_pages(source[0])
     if docname == "api":
         source[0] = source[0].replace(API_MARKER, scheme_api_rst()).replace(FAMILY_MARKER, family_api_rst())
 

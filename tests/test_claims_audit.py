@@ -57,3 +57,11 @@ def test_columns_are_not_orthogonal():
     table = sinusoidal_table(np.arange(512), dim=512)
     gram = table.T @ table / 512
     quoted(np.abs(gram - np.diag(np.diag(gram))).max(), 4)
+
+
+def test_frequencies_fall_with_the_dimension():
+    from posenc_ref import sinusoidal_frequencies
+
+    shown = sinusoidal_frequencies(dim=8).tolist()
+    assert f"`sinusoidal_frequencies(dim=8)` is `{shown}`" in PAGE
+    assert all(a > b for a, b in zip(shown, shown[1:]))

@@ -57,3 +57,14 @@ def test_rendered_docs_are_current():
     stale = sorted(name for name in pages if on_disk.get(name) != pages[name])
     extra = sorted(set(on_disk) - set(pages))
     assert not stale and not extra, f"stale {stale}, extra {extra}: run `posenc-ref derive --write`"
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.name)
+def test_every_claim_has_a_proof_a_reader_can_follow(claim):
+    assert len(claim.proof) >= 2, f"{claim.name}: write the proof as readable steps (Claim.proof)"
+    for why, equation in claim.proof:
+        assert why.strip() and equation.strip()
+        assert equation.count("{") == equation.count("}"), (claim.name, equation)
+        assert why.count("$") % 2 == 0, (claim.name, why)
+    page = rendered()[f"{claim.name}.md"]
+    assert page.index("## Proof") < page.index("## Machine-checked form") < page.index("<details>")

@@ -136,3 +136,88 @@ def test_mathjax_is_pinned_not_committed():
     build = _load("build")
     assert build.MATHJAX == "mathjax@3.2.2" and len(build.MATHJAX_SHA256) == 64
     assert not list(DOCS.glob("_static/**/*.js")), "third-party bundles are installed at build time, not committed"
+
+
+def report_dom(**report):
+    data = {"images": 0, "broken": [], "mathjax": True, "overflow": [], "sidebar_links": 40, "texts": []}
+    data.update(report)
+    import json
+
+    return f'<html><body><pre id="posenc-render-check">{json.dumps(data)}</pre></body></html>'
+
+
+@pytest.mark.parametrize("text", [
+    "Wavelengths $2pi / w_k$ of both ladders",  # a caption whose $...$ was never typeset
+    "RoPE scores depend only on the offset, through R_{n-m}",  # a derivation title
+    "page title: \\frac{a}{b}",
+    "alt: $PE(p) \\cdot PE(p + k)$",
+])
+def test_raw_tex_in_what_a_reader_sees_is_reported(text):
+    result = check_render.assess_dom("p.html", report_dom(texts=[text]), 0, 0)
+    assert any("raw TeX" in problem for problem in result.problems), result.problems
+
+
+@pytest.mark.parametrize("text", ["costs O(n d^2) per layer", "positions 0..95, d = 128", "k >= 2.77"])
+def test_plain_text_is_not_raw_tex(text):
+    assert check_render.raw_tex([text]) == []
+
+
+def test_overflow_hidden_sidebar_and_blockquotes_are_reported():
+    result = check_render.assess_dom(
+        "p.html", report_dom(overflow=["table reaches 1329 px, past the text column at 1100"], sidebar_links=0), 0, 0)
+    assert any(p.startswith("overflow: table") for p in result.problems)
+    assert any("sidebar is not shown" in p for p in result.problems)
+    quoted = report_dom().replace("<body>", "<body><blockquote><p>= 2.77</p></blockquote>")
+    assert any("blockquote" in p for p in check_render.assess_dom("p.html", quoted, 0, 0).problems)
+    assert check_render.assess_dom("p.html", report_dom(), 0, 0).ok
+
+
+def _sidebar_page(links):
+    items = "".join(f'<li class="toctree-l{depth}"><a class="reference internal" href="{href}">x</a></li>'
+                    for href, depth in links)
+    return f'<html><body><nav id="posenc-site-nav"><ul>{items}</ul></nav></body></html>'
+
+
+def test_sidebar_reachability(tmp_path):
+    links = [("a.html", 1), ("sub/b.html", 2), ("sub/deep.html", 3)]
+    for name in ("index.html", "a.html", "sub/b.html", "sub/deep.html", "orphan.html", "search.html"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(_sidebar_page(links), encoding="utf-8")
+    (tmp_path / "nosidebar.html").write_text("<html><body></body></html>", encoding="utf-8")
+    paths = check_render.site_pages(tmp_path)
+    problems = check_render.check_sidebar(tmp_path, paths)
+    assert problems[tmp_path / "a.html"] == [] and problems[tmp_path / "sub" / "b.html"] == []
+    assert problems[tmp_path / "search.html"] == []
+    assert problems[tmp_path / "sub" / "deep.html"] == ["3 levels deep in the sidebar (at most 2)"]
+    assert "not reachable from the sidebar" in problems[tmp_path / "orphan.html"][0]
+    assert "has no site sidebar" in problems[tmp_path / "nosidebar.html"][-1]
+
+
+def test_unlabelled_axes(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2)
+    left.plot([0, 1], [0, 1])
+    left.set_xlabel("position")
+    left.set_ylabel("value")
+    right.plot([0, 1], [1, 0])
+    right.set_xlabel("position")  # no y label
+    fig.savefig(tmp_path / "f.svg")
+    plt.close(fig)
+    assert check_render.unlabelled_axes(tmp_path / "f.svg") == ["axes_2 y"]
+    fig, ax = plt.subplots()
+    ax.imshow([[0, 1], [1, 0]])
+    ax.axis("off")  # no axes declared: nothing to label
+    fig.savefig(tmp_path / "g.svg")
+    plt.close(fig)
+    assert check_render.unlabelled_axes(tmp_path / "g.svg") == []
+
+
+def test_every_defect_of_the_issue_has_a_negative_control():
+    needles = {needle for _, _, needle in check_render.CONTROLS}
+    assert needles >= {"not typeset", "figure did not load", "raw TeX", "code block scrolls sideways",
+                       "past the text column", "blockquote", "not reachable from the sidebar", "no axis label",
+                       "without a typeset formula", "sidebar is not shown"}

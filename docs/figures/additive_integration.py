@@ -16,12 +16,12 @@ scores = (x @ w_q) @ (x @ w_k).T / np.sqrt(dim)
 weights = np.exp(scores - scores.max(axis=1, keepdims=True))
 weights /= weights.sum(axis=1, keepdims=True)
 
-fig = plt.figure(figsize=(7.6, 3.0))
+fig = plt.figure(figsize=(8.4, 3.6))
 panels = {
-    "E": ((0.02, 0.52, 0.14, 0.36), embeddings, "token embeddings E\n(T x D)"),
-    "PE": ((0.02, 0.06, 0.14, 0.36), encodings, "PE(positions)\nsinusoidal_table"),
-    "X": ((0.30, 0.29, 0.14, 0.36), x, "X = E + PE"),
-    "A": ((0.78, 0.25, 0.2, 0.5), weights, "softmax(QK^T / sqrt(D))\n(T x T)"),
+    "E": ((0.02, 0.55, 0.14, 0.30), embeddings, "token embeddings $E$\n$(T \\times D)$"),
+    "PE": ((0.02, 0.04, 0.14, 0.30), encodings, "$PE$(positions)\nsinusoidal_table"),
+    "X": ((0.30, 0.29, 0.14, 0.36), x, "$X = E + PE$"),
+    "A": ((0.78, 0.25, 0.2, 0.5), weights, "$\\mathrm{softmax}(QK^\\top / \\sqrt{D})$\n$(T \\times T)$"),
 }
 boxes = {}
 for name, (rect, data, label) in panels.items():
@@ -29,13 +29,13 @@ for name, (rect, data, label) in panels.items():
     ax.imshow(data, aspect="auto", cmap="viridis" if name == "A" else "RdBu_r", interpolation="nearest")
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(label, fontsize=7)
+    ax.set_title(label, fontsize=9)
     boxes[name] = rect
 proj = fig.add_axes((0.52, 0.33, 0.17, 0.28))
 proj.axis("off")
 proj.add_patch(plt.Rectangle((0, 0), 1, 1, facecolor="0.93", edgecolor="0.3", transform=proj.transAxes))
-proj.text(0.5, 0.5, "Q = X W_q\nK = X W_k\nV = X W_v", ha="center", va="center", fontsize=8)
-proj.text(0.5, 1.08, "first attention block", ha="center", fontsize=7, transform=proj.transAxes)
+proj.text(0.5, 0.5, "$Q = X W_q$\n$K = X W_k$\n$V = X W_v$", ha="center", va="center", fontsize=10)
+proj.text(0.5, 1.08, "first attention block", ha="center", fontsize=9, transform=proj.transAxes)
 plus = fig.text(0.23, 0.47, "+", fontsize=16, ha="center", va="center")
 
 

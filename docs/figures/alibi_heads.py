@@ -12,14 +12,14 @@ bias = alibi_bias(positions, positions, num_heads=num_heads)
 slopes = alibi_slopes(num_heads=num_heads)
 future = positions[None, :] > positions[:, None]  # keys after the query: removed by the causal mask
 
-fig, axes = plt.subplots(1, len(heads), figsize=(8.4, 3.0), sharey=True)
+fig, axes = plt.subplots(1, len(heads), figsize=(9.0, 3.4), sharey=True, layout="constrained")
+shown = {h: np.ma.masked_array(bias[h], mask=future) for h in heads}
+lowest = min(float(b.min()) for b in shown.values())  # one colour scale for every panel: slopes compare
 for ax, h in zip(axes, heads, strict=True):
-    shown = np.ma.masked_array(bias[h], mask=future)
-    image = ax.imshow(shown, cmap="viridis", vmin=float(shown.min()), vmax=0.0)
-    ax.set_title(f"head {h}: m = 2^{np.log2(slopes[h]):g}", fontsize=8)
-    ax.set_xlabel("key j")
+    image = ax.imshow(shown[h], cmap="viridis", vmin=lowest, vmax=0.0, interpolation="nearest")
+    ax.set_title(rf"head {h}: $m = 2^{{{np.log2(slopes[h]):g}}}$", fontsize=10)
+    ax.set_xlabel("key position $j$")
     ax.locator_params(integer=True)
-    fig.colorbar(image, ax=ax, orientation="horizontal", pad=0.22, shrink=0.9).ax.tick_params(labelsize=6)
-axes[0].set_ylabel("query i")
-fig.suptitle(f"bias -m_h (i - j) of {len(heads)} of {num_heads} heads (each on its own colour scale; white: masked)",
-             fontsize=9)
+axes[0].set_ylabel("query position $i$")
+bar = fig.colorbar(image, ax=axes, shrink=0.85)
+bar.set_label(r"bias $-m\,(i - j)$ (white: masked)")

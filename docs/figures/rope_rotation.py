@@ -19,6 +19,8 @@ circle = np.linspace(0, 2 * np.pi, 200)
 left.plot(radius * np.cos(circle), radius * np.sin(circle), color="0.85", linewidth=0.8)
 for ax in (left, right):
     ax.set_aspect("equal")
+    ax.set_xlabel("first channel of the pair $u$")
+    ax.set_ylabel("second channel $v$")
     ax.axhline(0, color="0.9", linewidth=0.6)
     ax.axvline(0, color="0.9", linewidth=0.6)
 colors = plt.cm.viridis(np.linspace(0, 0.9, positions.size))

@@ -19,14 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from posenc_ref.derivations import attention, bias, relative, rope, sinusoidal
+from posenc_ref.derivations import alibi, attention, rope, sinusoidal, t5, transformer_xl
 from posenc_ref.derivations._claim import Claim, Derivation
 
 CLAIMS: Final[tuple[Claim, ...]] = (
     *sinusoidal.CLAIMS,
     *rope.CLAIMS,
-    *bias.CLAIMS,
-    *relative.CLAIMS,
+    *alibi.CLAIMS,
+    *t5.CLAIMS,
+    *transformer_xl.CLAIMS,
     *attention.CLAIMS,
 )
 

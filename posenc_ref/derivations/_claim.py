@@ -61,6 +61,10 @@ class Claim:
         The registered ops the tie-back exercises; the claim is *pending* while one is missing.
     corrects
         When the claim corrects a common statement: what is commonly said.
+    proof
+        The proof as a reader follows it: ``(why, equation)`` steps, the equation in LaTeX, each
+        one a line the reader can check from the one before. The symbolic check
+        (:attr:`derive`) is the machine-checked form of the same argument.
     """
 
     name: str
@@ -73,3 +77,4 @@ class Claim:
     fixed_values: Callable[[], None] | None = None
     corrects: str = ""
     cases: tuple[str, ...] = field(default_factory=tuple)
+    proof: tuple[tuple[str, str], ...] = ()

@@ -60,6 +60,14 @@ def _equivariance_tie_back() -> None:
 EQUIVARIANCE = Claim(
     name="attention.permutation_equivariance",
     title="Attention without positions is permutation-equivariant",
+    proof=(
+        (r"Permuting the tokens permutes the rows of $Q$, $K$, $V$; the logits become:",
+         r"(PQ)(PK)^\top = P\,(Q K^\top)\,P^\top"),
+        (r"A row-wise softmax does not depend on the order of the entries in a row, so it commutes with the permutation:",
+         r"\mathrm{softmax}\big(P S P^\top\big) = P\,\mathrm{softmax}(S)\,P^\top"),
+        (r"The output, using $P^\top P = I$:",
+         r"P A P^\top\, P V = P\,(A V)"),
+    ),
     statement=r"\mathrm{Attn}(PQ, PK, PV) = P\,\mathrm{Attn}(Q, K, V)\ \text{for every permutation } P",
     source="Vaswani et al. 2017 section 3.5 motivates positional encodings by it; corrects tutorials that call "
            "attention permutation-invariant",

@@ -15,36 +15,38 @@ def _latex(value: object) -> str:
     return str(sympy.latex(value))
 
 
+def _code(function: object) -> list[str]:
+    return ["```python", textwrap.dedent(inspect.getsource(function)).rstrip(), "```"]  # type: ignore[arg-type]
+
+
+def _collapsed(summary: str, body: list[str]) -> list[str]:
+    """A ``<details>`` block; the blank lines let Markdown (and math) render inside it."""
+    return [f"<details><summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
 def render_claim(claim: Claim) -> str:
-    """The Markdown page of one claim."""
+    """The Markdown page of one claim: statement, assumptions, readable proof, then the machine form."""
     derivation = claim.derive()
-    lines = [
-        f"# {claim.title}",
-        "",
-        f"`{claim.name}` (`posenc_ref.derivations`)",
-        "",
-        "$$",
-        claim.statement,
-        "$$",
-        "",
-        f"**Source:** {claim.source}",
-        "",
-    ]
+    lines = [f"# {claim.title}", "", f"`{claim.name}` (`posenc_ref.derivations`)", "", "## Statement", "",
+             "$$", claim.statement, "$$", "", f"**Source:** {claim.source}", ""]
     if claim.corrects:
         lines += [f"**Corrects:** {claim.corrects}", ""]
     lines += ["## Assumptions", ""]
     lines += [f"- `{symbol}`: {text}" for symbol, text in derivation.assumptions.items()]
-    lines += ["", "## Both sides, as proved", "", "$$", f"{_latex(derivation.lhs)} = {_latex(derivation.rhs)}",
-              "$$", ""]
-    if derivation.note:
-        lines += [derivation.note, ""]
-    lines += ["## The proof CI runs", "", "The residual `lhs - rhs` is reduced by:", "", "```python",
-              textwrap.dedent(inspect.getsource(claim.derive)).rstrip(), "```", "",
-              "and must be exactly zero. The numeric tie-back against the reference:", "", "```python",
-              textwrap.dedent(inspect.getsource(claim.tie_back)).rstrip(), "```", ""]
+    lines += ["", "## Proof", ""]
+    for number, (why, equation) in enumerate(claim.proof, start=1):
+        lines += [f"**Step {number}.** {why}", "", "$$", equation, "$$", ""]
+    lines += ["## Machine-checked form", "",
+              "CI reduces the residual `lhs - rhs` of the symbolic form below to exactly zero, checks the",
+              "identity numerically against the reference and, where they exist, against values fixed by",
+              "the paper or the original code.", ""]
+    lines += _collapsed("Both sides, as sympy has them", [
+        "$$", f"\\begin{{aligned}} & {_latex(derivation.lhs)} \\\\ &= {_latex(derivation.rhs)} \\end{{aligned}}", "$$"]
+        + (["", derivation.note] if derivation.note else []))
+    lines += _collapsed("The symbolic proof CI runs", _code(claim.derive))
+    lines += _collapsed("The numeric tie-back against the reference", _code(claim.tie_back))
     if claim.fixed_values:
-        lines += ["Values fixed by the paper or the original code:", "", "```python",
-                  textwrap.dedent(inspect.getsource(claim.fixed_values)).rstrip(), "```", ""]
+        lines += _collapsed("Values fixed by the paper or the original code", _code(claim.fixed_values))
     lines += ["## Ops and golden cases", ""]
     lines += [f"- op `{op}` (`posenc-ref list --cases --op '{op}'`)" for op in claim.ops]
     lines += [f"- case `{case}` (`posenc-ref show {case}`)" for case in claim.cases]

@@ -70,14 +70,22 @@ def _relativity_tie_back() -> None:
 
 RELATIVITY = Claim(
     name="rope.relativity",
-    title="RoPE scores depend only on the offset, through R_{n-m}",
+    title="RoPE scores depend only on the offset n - m",
+    proof=(
+        (r"The rotation of one pair, and its transpose (the rotation backwards):",
+         r"R_\theta = \begin{pmatrix}\cos\theta & -\sin\theta\\ \sin\theta & \cos\theta\end{pmatrix},\qquad R_\theta^\top = R_{-\theta}"),
+        (r"Move the rotation of $q$ across the dot product:",
+         r"(R_m q)^\top (R_n k) = q^\top R_m^\top R_n\, k = q^\top R_{-m} R_n\, k"),
+        (r"Rotations compose by adding angles ($m w + n w$ here), so only the offset is left:",
+         r"R_{-m} R_n = R_{n-m}\quad\Rightarrow\quad (R_m q)^\top (R_n k) = q^\top R_{n-m}\, k"),
+    ),
     statement=r"(R_m q)^\top (R_n k) = q^\top R_{n-m}\,k",
-    source="Su et al. 2021 (RoFormer), arXiv:2104.09864, eq. 16; corrects tutorials that write R_{m-n}",
+    source="Su et al. 2021 (RoFormer), arXiv:2104.09864, eq. 16; corrects tutorials that write $R_{m-n}$",
     derive=_relativity,
     tie_back=_relativity_tie_back,
     ops=("rope.scores", "rope.apply"),
-    corrects="'(R_m q)^T (R_n k) = q^T R_{m-n} k': with R_theta = [[cos, -sin], [sin, cos]] the product is "
-             "R_m^T R_n = R_{n-m}",
+    corrects=r"$(R_m q)^\top (R_n k) = q^\top R_{m-n} k$: with $R_\theta = \begin{pmatrix}\cos\theta & -\sin\theta"
+             r" \\ \sin\theta & \cos\theta\end{pmatrix}$ the product is $R_m^\top R_n = R_{n-m}$",
     cases=("rope.scores.half.d64", "rope.scores.long.offsets_near_1e6"),
 )
 
@@ -100,6 +108,12 @@ def _norm_tie_back() -> None:
 NORM = Claim(
     name="rope.norm",
     title="Rotation preserves norms",
+    proof=(
+        (r"Write the squared norm as a quadratic form:",
+         r"\lVert R_m x\rVert^2 = x^\top R_m^\top R_m\, x"),
+        (r"With $c = \cos m w$, $s = \sin m w$, the middle matrix is the identity:",
+         r"R_m^\top R_m = \begin{pmatrix}c^2 + s^2 & 0\\ 0 & c^2 + s^2\end{pmatrix} = I\quad\Rightarrow\quad \lVert R_m x\rVert = \lVert x\rVert"),
+    ),
     statement=r"\lVert R_m x \rVert = \lVert x \rVert",
     source="Su et al. 2021, section 3.4 (R_m is orthogonal)",
     derive=_norm,
@@ -139,6 +153,12 @@ def _layouts_tie_back() -> None:
 LAYOUTS = Claim(
     name="rope.layout_permutation",
     title="Half and interleaved layouts are conjugate by a fixed permutation",
+    proof=(
+        (r"The half layout rotates channel $i$ with channel $i + d/2$; the interleaved layout rotates $2i$ with $2i + 1$. The permutation sending $i \mapsto 2i$ and $i + d/2 \mapsto 2i + 1$ is, at $d = 4$:",
+         r"P = \begin{pmatrix}1&0&0&0\\0&0&1&0\\0&1&0&0\\0&0&0&1\end{pmatrix}"),
+        (r"Conjugating by $P$ relabels the channels: the same angles act on the same pairs, and $P$ does not involve $m$:",
+         r"R^{\text{interleaved}}_m = P\,R^{\text{half}}_m\,P^\top"),
+    ),
     statement=r"R^{\text{interleaved}}_m = P\,R^{\text{half}}_m\,P^\top,\quad P \text{ independent of } m",
     source="what checkpoint converters rely on (transformers' Llama conversion permutes q/k weights)",
     derive=_layouts,
@@ -167,6 +187,12 @@ def _linear_tie_back() -> None:
 LINEAR = Claim(
     name="rope.linear_is_position_division",
     title="Linear scaling equals dividing positions by the factor",
+    proof=(
+        (r"The angle of pair $i$ at position $p$ with the scaled frequency:",
+         r"\theta_i = p \cdot \frac{w_i}{s}"),
+        (r"Regroup the product:",
+         r"= \frac{p}{s} \cdot w_i\qquad\text{(the original frequency at position } p/s\text{)}"),
+    ),
     statement=r"p \cdot \frac{w_i}{s} = \frac{p}{s} \cdot w_i",
     source="Chen et al. 2023 (position interpolation), arXiv:2306.15595, eq. 4",
     derive=_linear,
@@ -197,6 +223,14 @@ def _ntk_tie_back() -> None:
 NTK = Claim(
     name="rope.ntk_frequency_extremes",
     title="The NTK-aware base change keeps the highest frequency and divides the lowest by s",
+    proof=(
+        (r"Frequency $i$ with the changed base $b' = b\,s^{d/(d-2)}$:",
+         r"w'_i = b'^{-2i/d} = b^{-2i/d}\, s^{-2i/(d-2)} = w_i\, s^{-2i/(d-2)}"),
+        (r"At $i = 0$ the factor is $s^0$:",
+         r"w'_0 = w_0 = 1"),
+        (r"At $i = d/2 - 1$ the exponent is $-2(d/2 - 1)/(d-2) = -1$:",
+         r"w'_{d/2-1} = \frac{w_{d/2-1}}{s}"),
+    ),
     statement=r"b' = b\,s^{d/(d-2)}:\quad w'_0 = w_0 = 1,\quad w'_{d/2-1} = w_{d/2-1}/s",
     source="bloc97, 'NTK-Aware Scaled RoPE' (2023); transformers _compute_dynamic_ntk_parameters",
     derive=_ntk,
@@ -239,6 +273,14 @@ def _yarn_fixed() -> None:
 YARN = Claim(
     name="rope.yarn_ramp_continuous",
     title="YaRN's ramp blends continuously into both bands",
+    proof=(
+        (r"Outside the correction range the ramp is clipped: $\gamma_i = 0$ for $i \le \ell$ and $\gamma_i = 1$ for $i \ge h$, so:",
+         r"w'_i = w_i\ (i \le \ell),\qquad w'_i = \frac{w_i}{s}\ (i \ge h)"),
+        (r"Inside, the unclipped ramp takes the same values at the edges:",
+         r"\frac{i - \ell}{h - \ell}\Big|_{i=\ell} = 0,\qquad \frac{i - \ell}{h - \ell}\Big|_{i=h} = 1"),
+        (r"So the blend meets each outer band exactly at its edge:",
+         r"w'_\ell = w_\ell,\qquad w'_h = \frac{w_h}{s}"),
+    ),
     statement=r"w'_i = w_i(1-\gamma_i) + \frac{w_i}{s}\gamma_i,\ "
               r"\gamma_i = \mathrm{clip}\Big(\frac{i-\ell}{h-\ell}, 0, 1\Big)"
               r"\ \text{is continuous at } i = \ell \text{ and } i = h",
@@ -288,6 +330,14 @@ def _llama3_fixed() -> None:
 LLAMA3 = Claim(
     name="rope.llama3_smoothing_continuous",
     title="Llama 3's smoothing is continuous at both band edges",
+    proof=(
+        (r"Between the band edges the frequency is blended:",
+         r"w' = (1 - \sigma)\,\frac{w}{s} + \sigma\,w,\qquad \sigma = \frac{L_0/\lambda - l_f}{h_f - l_f}"),
+        (r"At the long-wavelength edge $\lambda = L_0/l_f$, $L_0/\lambda = l_f$:",
+         r"\sigma = 0\quad\Rightarrow\quad w' = \frac{w}{s}\ \text{(the divided band)}"),
+        (r"At the short-wavelength edge $\lambda = L_0/h_f$, $L_0/\lambda = h_f$:",
+         r"\sigma = 1\quad\Rightarrow\quad w' = w\ \text{(the kept band)}"),
+    ),
     statement=r"\sigma = \frac{L_0/\lambda - l_f}{h_f - l_f}:\quad \sigma\big|_{\lambda = L_0/l_f} = 0,\ "
               r"\sigma\big|_{\lambda = L_0/h_f} = 1",
     source="Llama 3.1 apply_scaling (meta-llama/llama-models); transformers _compute_llama3_parameters",
@@ -325,6 +375,14 @@ def _xpos_tie_back() -> None:
 XPOS = Claim(
     name="xpos.relative_scores",
     title="xPos scores depend only on the offset (whatever the centring)",
+    proof=(
+        (r"The scalar weights move out of the dot product:",
+         r"(\zeta^{m/B} R_m q)^\top (\zeta^{-n/B} R_n k) = \zeta^{m/B}\,\zeta^{-n/B}\,(R_m q)^\top (R_n k)"),
+        (r"Powers add, and the rotation part is RoPE's relativity:",
+         r"= \zeta^{(m-n)/B}\; q^\top R_{n-m}\, k"),
+        (r"A centre $c$ subtracted from both positions cancels:",
+         r"\zeta^{(m-c)/B}\,\zeta^{-(n-c)/B} = \zeta^{(m-n)/B}"),
+    ),
     statement=r"(\zeta^{m/B} R_m q)^\top (\zeta^{-n/B} R_n k) = \zeta^{(m-n)/B}\,q^\top R_{n-m} k",
     source="Sun et al. 2022 (xPos), arXiv:2212.10554, eq. 7",
     derive=_xpos,

@@ -67,6 +67,16 @@ def _linear_shift_tie_back() -> None:
 LINEAR_SHIFT = Claim(
     name="sinusoidal.linear_shift",
     title="A shift by k is a fixed linear map",
+    proof=(
+        (r"One pair of columns, at frequency $w_j$:",
+         r"PE_j(p) = \begin{pmatrix}\sin w_j p \\ \cos w_j p\end{pmatrix}"),
+        (r"Angle addition, for both entries of the pair at $p + k$:",
+         r"\begin{aligned}\sin w_j(p+k) &= \cos w_j k\,\sin w_j p + \sin w_j k\,\cos w_j p\\ \cos w_j(p+k) &= -\sin w_j k\,\sin w_j p + \cos w_j k\,\cos w_j p\end{aligned}"),
+        (r"The coefficients depend on $k$ only, so the pair at $p + k$ is a fixed matrix times the pair at $p$:",
+         r"PE_j(p+k) = \begin{pmatrix}\cos w_j k & \sin w_j k\\ -\sin w_j k & \cos w_j k\end{pmatrix} PE_j(p)"),
+        (r"Stacking the pairs gives one block-diagonal matrix for the whole row:",
+         r"PE(p+k) = M_k\,PE(p),\qquad M_k = \bigoplus_j \begin{pmatrix}\cos w_j k & \sin w_j k\\ -\sin w_j k & \cos w_j k\end{pmatrix}"),
+    ),
     statement=r"PE(p + k) = M_k\,PE(p),\quad M_k = \bigoplus_j \begin{pmatrix}\cos w_j k & \sin w_j k\\"
               r" -\sin w_j k & \cos w_j k\end{pmatrix}",
     source="Vaswani et al. 2017, arXiv:1706.03762, section 3.5 (stated, not proved)",
@@ -91,6 +101,12 @@ def _orthogonal_tie_back() -> None:
 ORTHOGONAL = Claim(
     name="sinusoidal.shift_orthogonal",
     title="The shift map is orthogonal",
+    proof=(
+        (r"One block, writing $c = \cos w k$ and $s = \sin w k$:",
+         r"\begin{pmatrix}c & -s\\ s & c\end{pmatrix}\begin{pmatrix}c & s\\ -s & c\end{pmatrix} = \begin{pmatrix}c^2 + s^2 & cs - sc\\ sc - cs & s^2 + c^2\end{pmatrix}"),
+        (r"Since $c^2 + s^2 = 1$ every block is the identity, and so is the block-diagonal product:",
+         r"M_k^\top M_k = I"),
+    ),
     statement=r"M_k^\top M_k = I",
     source="follows from the block form of M_k",
     derive=_orthogonal,
@@ -111,6 +127,12 @@ def _group_tie_back() -> None:
 GROUP = Claim(
     name="sinusoidal.shift_group",
     title="Shifts compose by adding offsets",
+    proof=(
+        (r"One block of the product, with $c_a = \cos w a$, $s_a = \sin w a$ (and the same for $b$):",
+         r"\begin{pmatrix}c_a & s_a\\ -s_a & c_a\end{pmatrix}\begin{pmatrix}c_b & s_b\\ -s_b & c_b\end{pmatrix} = \begin{pmatrix}c_a c_b - s_a s_b & c_a s_b + s_a c_b\\ -(s_a c_b + c_a s_b) & c_a c_b - s_a s_b\end{pmatrix}"),
+        (r"Angle addition turns the entries into the block of $a + b$:",
+         r"= \begin{pmatrix}\cos w(a+b) & \sin w(a+b)\\ -\sin w(a+b) & \cos w(a+b)\end{pmatrix},\qquad M_a M_b = M_{a+b}"),
+    ),
     statement=r"M_a M_b = M_{a+b}",
     source="follows from the angle-addition formulas",
     derive=_group,
@@ -146,6 +168,14 @@ def _dot_product_tie_back() -> None:
 DOT_PRODUCT = Claim(
     name="sinusoidal.dot_product_offset",
     title="The dot product depends only on the offset, and is symmetric in it",
+    proof=(
+        (r"Pair $j$ contributes:",
+         r"\sin(w_j p)\,\sin(w_j (p+k)) + \cos(w_j p)\,\cos(w_j (p+k))"),
+        (r"That is the cosine of the difference of the two angles, in which $p$ cancels:",
+         r"= \cos\big(w_j (p+k) - w_j p\big) = \cos(w_j k)"),
+        (r"Summing the pairs, and using that cosine is even:",
+         r"\langle PE(p), PE(p+k)\rangle = \sum_j \cos(w_j k) = \sum_j \cos(-w_j k) = \langle PE(p), PE(p-k)\rangle"),
+    ),
     statement=r"\langle PE(p), PE(p + k)\rangle = \sum_j \cos(w_j k) = \langle PE(p), PE(p - k)\rangle",
     source="Vaswani et al. 2017 section 3.5; corrects tutorials that call the encoding direction-aware",
     derive=_dot_product,
@@ -170,6 +200,12 @@ def _norm_tie_back() -> None:
 NORM = Claim(
     name="sinusoidal.norm",
     title="Every row has squared norm d/2",
+    proof=(
+        (r"Group the squared entries by pair:",
+         r"\lVert PE(p)\rVert^2 = \sum_{j=0}^{d/2-1} \big(\sin^2 w_j p + \cos^2 w_j p\big)"),
+        (r"Each pair is $1$, and there are $d/2$ pairs:",
+         r"= \sum_{j=0}^{d/2-1} 1 = \frac{d}{2}"),
+    ),
     statement=r"\lVert PE(p)\rVert^2 = d/2",
     source="follows from sin^2 + cos^2 = 1 per pair",
     derive=_norm,
@@ -209,6 +245,14 @@ def _wavelengths_fixed() -> None:
 WAVELENGTHS = Claim(
     name="sinusoidal.wavelength_range",
     title="The wavelength range of each ladder",
+    proof=(
+        (r"Wavelength of a frequency, and the paper's ladder $w_j = \text{base}^{-2j/d}$:",
+         r"\lambda_j = \frac{2\pi}{w_j} = 2\pi\,\text{base}^{2j/d}"),
+        (r"Its ends, $j = 0$ and $j = d/2 - 1$:",
+         r"\lambda_0 = 2\pi,\qquad \lambda_{d/2-1} = 2\pi\,\text{base}^{(d-2)/d}"),
+        (r"The tensor2tensor ladder spreads the exponent over $d/2 - 1$ steps, $w_j = \text{base}^{-j/(d/2-1)}$, so its last wavelength is:",
+         r"\lambda_{d/2-1}^{\text{t2t}} = 2\pi\,\text{base}"),
+    ),
     statement=r"\lambda_0 = 2\pi;\quad \lambda_{\max}^{\text{paper}} = 2\pi\,\text{base}^{(d-2)/d};\quad"
               r" \lambda_{\max}^{\text{t2t}} = 2\pi\,\text{base}",
     source="Vaswani et al. 2017 section 3.5 says 'from 2 pi to 10000 * 2 pi', true only of the t2t ladder",
@@ -243,6 +287,12 @@ def _layouts_tie_back() -> None:
 LAYOUTS = Claim(
     name="sinusoidal.layout_permutation",
     title="Interleaved and concatenated layouts differ by a fixed permutation",
+    proof=(
+        (r"At $d = 4$, with $s_j = \sin w_j p$ and $c_j = \cos w_j p$, the two layouts hold the same entries:",
+         r"PE_{\text{interleaved}} = (s_0, c_0, s_1, c_1)^\top,\qquad PE_{\text{concat}} = (s_0, s_1, c_0, c_1)^\top"),
+        (r"A permutation matrix that does not involve $p$ moves one into the other:",
+         r"PE_{\text{concat}} = \begin{pmatrix}1&0&0&0\\0&0&1&0\\0&1&0&0\\0&0&0&1\end{pmatrix} PE_{\text{interleaved}}"),
+    ),
     statement=r"PE_{\text{concat}}(p) = P\,PE_{\text{interleaved}}(p),\quad P \text{ independent of } p",
     source="tensorflow/tensor2tensor#391 (the paper interleaves, the code concatenates)",
     derive=_layouts,

@@ -1,4 +1,4 @@
-r"""Claims about attention biases: ALiBi (:mod:`posenc_ref.alibi`) and T5 buckets (:mod:`posenc_ref.t5`)."""
+r"""Claims about the ALiBi attention bias (:mod:`posenc_ref.alibi`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import numpy as np
 import sympy
 
 from posenc_ref.derivations._claim import Claim, Derivation
-from posenc_ref.t5 import t5_bucket
 
 i, j, c = sympy.symbols("i j c", integer=True)
 slope = sympy.Symbol("m", positive=True)
@@ -33,6 +32,12 @@ def _alibi_relative_tie_back() -> None:
 ALIBI_RELATIVE = Claim(
     name="alibi.relative",
     title="ALiBi's bias depends only on i - j",
+    proof=(
+        (r"The bias of head $h$:",
+         r"b_h(i, j) = -m_h\,(i - j)"),
+        (r"Shift both positions by $c$:",
+         r"b_h(i + c, j + c) = -m_h\,\big((i + c) - (j + c)\big) = -m_h\,(i - j)"),
+    ),
     statement=r"b_h(i + c, j + c) = b_h(i, j) = -m_h\,(i - j)",
     source="Press et al. 2021 (ALiBi), arXiv:2108.12409, section 3",
     derive=_alibi_relative,
@@ -78,6 +83,14 @@ def _key_only_tie_back() -> None:
 KEY_ONLY = Claim(
     name="alibi.key_only_row_constant",
     title="Key-only ALiBi differs by a per-row constant, invisible after softmax",
+    proof=(
+        (r"Split the relative bias:",
+         r"-m\,(i - j) = m\,j - m\,i"),
+        (r"A constant $a$ added to a whole row leaves its softmax unchanged:",
+         r"\mathrm{softmax}_j(x_j + a) = \frac{e^{a} e^{x_j}}{e^{a}\sum_{j'} e^{x_{j'}}} = \mathrm{softmax}_j(x_j)"),
+        (r"With $a = -m\,i$, constant along row $i$:",
+         r"\mathrm{softmax}_j\big(s_{ij} - m(i - j)\big) = \mathrm{softmax}_j\big(s_{ij} + m\,j\big)"),
+    ),
     statement=r"-m(i - j) = m\,j - m\,i \ \Rightarrow\ \mathrm{softmax}_j(s_{ij} - m(i - j)) = "
               r"\mathrm{softmax}_j(s_{ij} + m j)",
     source="ofirpress/attention_with_linear_biases (the fairseq fork adds m j); BLOOM build_alibi_tensor",
@@ -121,6 +134,12 @@ def _power_of_two_fixed() -> None:
 POWER_OF_TWO = Claim(
     name="alibi.power_of_two_slopes",
     title="For H a power of two, the slopes are 2^(-8h/H)",
+    proof=(
+        (r"The authors' code starts the ladder at $2^{-2^{-(\log_2 H - 3)}}$; the inner exponent is:",
+         r"2^{-(\log_2 H - 3)} = \frac{2^3}{2^{\log_2 H}} = \frac{8}{H}"),
+        (r"Slope $h$ is the start raised to the power $h$:",
+         r"m_h = \big(2^{-8/H}\big)^h = 2^{-8h/H},\qquad h = 1, \dots, H"),
+    ),
     statement=r"H = 2^n:\quad m_h = \big(2^{-8/H}\big)^h = 2^{-8h/H},\ h = 1, \dots, H",
     source="Press et al. 2021, section 3 (the geometric sequence starting at 2^(-8/H)); ofirpress get_slopes",
     derive=_power_of_two,
@@ -130,62 +149,4 @@ POWER_OF_TWO = Claim(
 )
 
 
-# --- T5 ------------------------------------------------------------------------------------
-
-_T5_DOMAIN = ((8, 16), (16, 32), (32, 64), (32, 128), (64, 256), (128, 512))
-_SPAN = 2048
-
-
-def _t5_reads() -> tuple[list[int], list[int]]:
-    """(violations, expected zero) over the whole domain: monotone in |r|, exact near zero."""
-    violations: list[int] = []
-    for buckets, max_distance in _T5_DOMAIN:
-        for direction in ("bidirectional", "unidirectional"):
-            r = np.arange(-_SPAN, _SPAN + 1)
-            got = t5_bucket(r, num_buckets=buckets, max_distance=max_distance, direction=direction)
-            half = buckets // 2 if direction == "bidirectional" else buckets
-            exact = half // 2
-            side = r > 0 if direction == "bidirectional" else r <= 0
-            for sign_side in (side, ~side) if direction == "bidirectional" else (side,):
-                distance = np.abs(r[sign_side])
-                values = got[sign_side][np.argsort(distance)]
-                violations.append(int((np.diff(values) < 0).sum()))  # monotone non-decreasing in |r|
-                near = np.sort(distance)[np.sort(distance) < exact]
-                offset = values[: near.size] - near  # the exact region: bucket = |r| (+ half on one side)
-                violations.append(int((offset != offset[0]).sum()) if near.size else 0)
-                violations.append(int(values.max() - values.min() > half - 1))  # one side spans <= half buckets
-    return violations, [0] * len(violations)
-
-
-def _t5() -> Derivation:
-    violations, zeros = _t5_reads()
-    return Derivation(sympy.Matrix(violations), sympy.Matrix(zeros),
-                      {"num_buckets, max_distance": f"{_T5_DOMAIN}", "r": f"|r| <= {_SPAN}, both directions"},
-                      lambda e: e, note="exhaustive: the number of violations of each property is 0")
-
-
-def _t5_tie_back() -> None:
-    # the anchor row of the reference notes: bidirectional (32, 128), r = -10..10
-    got = t5_bucket(np.arange(-10, 11)).tolist()
-    assert got == [8, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0, 17, 18, 19, 20, 21, 22, 23, 24, 24, 24]
-
-
-def _t5_fixed() -> None:
-    # saturation before max_distance: bucket 15 from |r| = 91, bucket 31 from 113 (causal)
-    assert t5_bucket(np.array([-90, -91])).tolist() == [14, 15]
-    assert t5_bucket(np.array([-112, -113]), direction="unidirectional").tolist() == [30, 31]
-
-
-T5 = Claim(
-    name="t5.buckets_monotone_exact_region",
-    title="T5 buckets are monotone in |r| and exact near zero",
-    statement=r"|r| < \tfrac{N'}{2} \Rightarrow \text{bucket}(r) = |r|"
-              r" \ (+N' \text{ for } r > 0 \text{ bidirectionally});\ \text{bucket is non-decreasing in } |r|",
-    source="Raffel et al. 2020 (T5), arXiv:1910.10683, section 2.1; Mesh TensorFlow _relative_position_bucket",
-    derive=_t5,
-    tie_back=_t5_tie_back,
-    fixed_values=_t5_fixed,
-    ops=("t5.bucket",),
-)
-
-CLAIMS = (ALIBI_RELATIVE, KEY_ONLY, POWER_OF_TWO, T5)
+CLAIMS = (ALIBI_RELATIVE, KEY_ONLY, POWER_OF_TWO)

@@ -68,6 +68,14 @@ def _shift_tie_back() -> None:
 SHIFT = Claim(
     name="relative.shift_equals_direct_indexing",
     title="Both pad-and-reshape shifts equal direct indexing on their valid regions",
+    proof=(
+        (r"Direct indexing: query $i$ against key $j$ reads the relative row of its distance ($c$ clamps, $m$ is the memory length):",
+         r"\mathrm{direct}(BD)_{ij} = BD_{i,\,c(m + i - j)}"),
+        (r"Pad-and-reshape: padding one zero column, reshaping and dropping a row moves each entry to a fixed position, a function $\phi$ of $(i, j)$ and the sizes only:",
+         r"\mathrm{shift}(BD)_{ij} = BD_{\phi(i, j)}"),
+        (r"The claim is $\phi(i, j) = (i,\ c(m + i - j))$ on the valid region. This is integer bookkeeping, so it is checked entry by entry: $BD$ filled with distinct integers, every size in the stated range:",
+         r"\phi(i, j) = \big(i,\ c(m + i - j)\big)\quad\text{for } j \le m + i \text{ (Transformer-XL), every } j \text{ (XLNet)}"),
+    ),
     statement=r"\mathrm{shift}(BD)_{ij} = BD_{i,\,c(m + i - j)}\ \text{for } j \le m + i"
               r" \text{ (Transformer-XL) and every } j \text{ (XLNet)}",
     source="Dai et al. 2019 (Transformer-XL), arXiv:1901.02860, appendix B; Yang et al. 2019 (XLNet) rel_shift",
