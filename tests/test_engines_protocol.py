@@ -38,7 +38,7 @@ class _Loaded:
                                         o.phase(params, inputs) if o.phase else None,
                                         o.input_scale(params, inputs) if o.input_scale else None)
                    for o in ROPE.outputs}
-        return GoldenCase(self.entry, self.inputs, outputs)
+        return GoldenCase(dict(entry), self.inputs, outputs)
 
 
 class Misreading:
@@ -66,7 +66,7 @@ class Misreading:
 
 def _run(adapter: Any, case_id: str) -> list[Any]:
     loaded = _Loaded(case_id)
-    return run_case(check_adapter(adapter, "test"), None, loaded, loaded.entry, [], None, "rerun")
+    return run_case(check_adapter(adapter, "test"), loaded, loaded.entry, [], "rerun")
 
 
 def test_run_model_gets_the_config_exactly_and_passes() -> None:
@@ -93,7 +93,7 @@ def test_a_model_level_adapter_without_run_gets_no_op_level_case() -> None:
 
     loaded = _Loaded("model.llama-3-8b.full.rope_apply.long")
     entry = {**loaded.entry, "op": "rope.apply", "id": "rope.apply.x"}
-    results = run_one(check_adapter(Misreading(), "test"), None, loaded, entry, [], None, "rerun")
+    results = run_one(check_adapter(Misreading(), "test"), loaded, entry, [], "rerun")
     assert {r.status for r in results} == {"not_applicable"}
     assert "model cases only" in results[0].message
 

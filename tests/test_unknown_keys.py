@@ -31,7 +31,7 @@ OP_NAMES = {op.name for op in OPS}
 
 # Tables in files another area owns that still answer an unknown key with a bare KeyError; each
 # entry is an xfail(strict): fixing the table turns it into a failure until it is taken off here.
-NEEDS_FIX = {"posenc_ref.oracle.ORACLES"}
+NEEDS_FIX: set[str] = set()
 
 
 def _modules() -> list[Any]:

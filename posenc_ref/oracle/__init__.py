@@ -20,9 +20,9 @@ from numpy.typing import NDArray
 
 from posenc_ref.oracle import (alibi, attention, attention_positional, deberta, grid2d, learned, models, resample, rope,
                                shaw, sinusoidal, t5, transformer_xl)
-from posenc_ref.oracle._common import DPS, Oracle, to_float64
+from posenc_ref.oracle._common import DPS, Oracle, OracleTable, to_float64
 
-ORACLES: Final[dict[str, Oracle]] = {
+ORACLES: Final[dict[str, Oracle]] = OracleTable({
     **sinusoidal.ORACLES,
     **grid2d.ORACLES,
     **learned.ORACLES,
@@ -36,7 +36,7 @@ ORACLES: Final[dict[str, Oracle]] = {
     **t5.ORACLES,
     **deberta.ORACLES,
     **models.ORACLES,
-}
+})
 
 __all__ = ["DPS", "ORACLES", "Oracle", "expected", "to_float64"]
 

@@ -27,3 +27,10 @@ Inputs = Mapping[str, NDArray[Any]]
 
 def _rows(array: Any) -> list[list[mpmath.mpf]]:
     return [[mpmath.mpf(float(x)) for x in row] for row in np.asarray(array, dtype=np.float64).tolist()]
+
+
+class OracleTable(dict[str, Oracle]):
+    """The op -> oracle table; an op it was not taught is a ``KeyError`` naming it and the ops it holds."""
+
+    def __missing__(self, op_name: str) -> Oracle:
+        raise KeyError(f"oracle.ORACLES: no oracle for op {op_name!r}; it holds {', '.join(map(repr, self))}")

@@ -312,10 +312,18 @@ _WRONG_SCHEME = {
                       {"query_positions": np.array([0]), "key_positions": np.array([0])}),
     "model.sinusoidal": ("rope_layer", {"config": _LLAMA, "layer": 0}, {"positions": np.array([0])}),
 }
-_GROUPS = _all_cases()
-for _op, (_name, _params, _inputs) in _WRONG_SCHEME.items():
-    _GROUPS.setdefault(_op, []).extend(error_cases(_op, [(_name, _params, _inputs, "invalid_argument",
-                                                            "a layer of another scheme")]))
+
+
+def _grouped_cases() -> dict[str, list[Case]]:
+    """The model cases by op, with each op's wrong-scheme error case."""
+    groups = _all_cases()
+    for op, (name, params, inputs) in _WRONG_SCHEME.items():
+        groups.setdefault(op, []).extend(error_cases(op, [(name, params, inputs, "invalid_argument",
+                                                           "a layer of another scheme")]))
+    return groups
+
+
+_GROUPS = _grouped_cases()
 
 
 def _record(name: str, function: Any, inputs: tuple[str, ...], outputs: tuple[Output, ...], summary: str,
@@ -357,3 +365,5 @@ RECORDS: tuple[OpRecord, ...] = (
             "the fixed sinusoidal embedding of a stack (Whisper encoder, Marian, M2M100)",
             position_inputs=("positions",)),
 )
+
+del _GROUPS, _WRONG_SCHEME  # the cases above were built from them; they are not lookup tables
