@@ -13,14 +13,14 @@ OPS_TABLE = re.compile(r"```\{ops-table\} (\S+)\n```")
 PAGES = sorted(DOCS.glob("*.md"))
 
 
-def _registry_pages():
+@pytest.fixture(scope="module")
+def registry_pages():
+    """The docs' Sphinx extension (needs docutils: the docs extra; .ci/run runs these tests there too)."""
+    pytest.importorskip("docutils")
     spec = importlib.util.spec_from_file_location("_docs_registry_pages", DOCS / "_ext" / "registry_pages.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-registry_pages = _registry_pages()
 
 
 def test_scheme_pages_list_their_cases_from_the_registry():
@@ -58,7 +58,7 @@ def test_no_page_types_a_signature_of_a_reference_function():
         assert not set(typed) & names, f"{page.name} types the signature of {set(typed) & names}; use ops-table"
 
 
-def test_signatures_are_read_from_the_functions():
+def test_signatures_are_read_from_the_functions(registry_pages):
     import inspect
 
     from posenc_ref.registry import OPS
@@ -72,7 +72,7 @@ def test_signatures_are_read_from_the_functions():
             assert shown in text, (op.name, shown)
 
 
-def test_case_tables_hold_every_case_of_their_ops():
+def test_case_tables_hold_every_case_of_their_ops(registry_pages):
     from docutils import nodes
 
     directive = registry_pages.CaseTable.__new__(registry_pages.CaseTable)
@@ -87,7 +87,7 @@ def test_case_tables_hold_every_case_of_their_ops():
         assert [row[2] for row in rows] == [case.comment for case in op.cases]
 
 
-def test_an_unknown_pattern_or_name_stops_the_build():
+def test_an_unknown_pattern_or_name_stops_the_build(registry_pages):
     from sphinx.errors import ExtensionError
 
     with pytest.raises(ExtensionError, match="no registered op matches"):
@@ -97,7 +97,7 @@ def test_an_unknown_pattern_or_name_stops_the_build():
     assert registry_pages.resolve("posenc_ref.rope.rope_apply").__name__ == "rope_apply"
 
 
-def test_ops_tables_name_registered_ops():
+def test_ops_tables_name_registered_ops(registry_pages):
     for page in PAGES:
         for pattern in OPS_TABLE.findall(page.read_text(encoding="utf-8")):
             assert registry_pages.matching_ops(pattern)

@@ -80,3 +80,15 @@ def test_usage_errors_and_dtype(project):
     result.stderr.fnmatch_lines(["*posenc-ref: importing module 'not_a_module_xyz' failed*"])
     result = project.runpytest("--posenc-adapter=numpy", "--posenc-dtype=float16", "-k", "known_answer")
     result.assert_outcomes(passed=1)
+
+
+def test_without_paths_only_the_conformance_cases_are_collected(project):
+    """From a folder whose testpaths hold other tests (a checkout against an installed package),
+    `pytest --posenc-adapter=...` collects the cases alone: nothing imports a second copy."""
+    project.makeini("[pytest]\ntestpaths = here\n")
+    project.mkdir("here")
+    project.path.joinpath("here", "test_other.py").write_text("def test_other():\n    raise AssertionError\n")
+    result = project.runpytest("--posenc-adapter=numpy", "-k", "learned")
+    result.assert_outcomes(passed=11)
+    result = project.runpytest("--posenc-adapter=numpy", "-k", "learned or other", "here")
+    result.assert_outcomes(passed=11, failed=1)

@@ -91,6 +91,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("posenc_adapter", None):
         state = _Session(config)
         config.stash[_STATE] = state
+        if config.args_source != pytest.Config.ArgsSource.ARGS:
+            # Note: no paths given: the conformance cases only, not the project's own testpaths (from a
+            # checkout, those would import a second copy of an installed package: "import file mismatch")
+            config.args.clear()
         config.args.append(str(state.directory / "manifest.json"))  # collected by CorpusFile below
 
 
