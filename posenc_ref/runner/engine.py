@@ -41,7 +41,7 @@ import numpy as np
 from posenc_ref import __version__, corpus
 from posenc_ref.registry import get_op
 from posenc_ref.runner.adapters import as_output_array, error_category, normalise_outputs, supports
-from posenc_ref.runner.diagnosis import diagnose
+from posenc_ref.runner.diagnosis import diagnose, nonfinite_output
 from posenc_ref.runner.expectations import Expectation
 from posenc_ref.tolerance import Comparison, Policy, compare, policy
 
@@ -401,6 +401,9 @@ def run_case(adapter: Any, worker: Worker | None, loaded: corpus.Corpus, entry: 
         expectation = expected_for[name]
         actual, garbage = as_output_array(by_name[name], golden_out.expected, golden_out.tolerance == "exact")
         if actual is None:
+            nonfinite = nonfinite_output(by_name[name], golden_out.expected)
+            if nonfinite is not None:  # NaN/inf where finite values are expected: still diagnosed
+                failing[name] = nonfinite
             results.append(Result(output=name, status=_apply_expectation("error", expectation),
                                   message=f"adapter {garbage}", expectation=expectation, seconds=seconds, **base))
             continue
