@@ -41,9 +41,9 @@ from numpy.typing import NDArray
 
 from posenc_ref import rope_scaling
 from posenc_ref.errors import SpecError
-from posenc_ref.opspec import REQUIRED, OpRecord
+from posenc_ref.opspec import REQUIRED, OpRecord, Output
 from posenc_ref.runner.emulation import EMULATIONS, emulate
-from posenc_ref.tolerance import Dtype, compare, policy
+from posenc_ref.tolerance import Comparison, Dtype, compare, policy
 
 MAX_HYPOTHESES: Final = 256
 """The most recomputations of one failing case the search makes."""
@@ -189,9 +189,9 @@ def _positions(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
     for group in groups:
         for delta in (1, -1):
             shifted = {**inputs, **{name: np.asarray(inputs[name]) + delta for name in group}}
-            label = "positions" if group == ("positions",) else " and ".join(group)
+            which = "" if group == ("positions",) else " and ".join(group) + ", "
             sign = "+" if delta > 0 else "-"
-            text = f"matches the reference with {label} {sign} 1 (off by one)"
+            text = f"matches the reference with positions {sign} 1 ({which}off by one)"
             below = delta < 0 and any(np.asarray(inputs[name]).size and np.min(inputs[name]) == 0 for name in group)
             formula = _shift_below_zero(op, params, inputs, group[0]) if below and len(group) == 1 else None
             if formula is not None:
@@ -265,6 +265,20 @@ def _integer_lines(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str,
     return lines
 
 
+def _within(out: Output, actual: NDArray[Any], expected: NDArray[Any], cparams: Mapping[str, Any],
+            cinputs: Mapping[str, Any], dtype: Dtype) -> Comparison:
+    """``compare`` under the output's policy at ``dtype``, with its phase and input scale where it has them."""
+    try:
+        phase = out.phase(cparams, cinputs) if out.phase else None
+        scale = out.input_scale(cparams, cinputs) if out.input_scale else None
+    except (SpecError, ValueError, TypeError, KeyError):
+        phase = scale = None
+    if out.tolerance == "phase" and phase is None:
+        phase = np.zeros(np.shape(expected))  # no phase derivable (a formula-shifted case): the tightest bound
+    with np.errstate(all="ignore"):
+        return compare(actual, expected, policy(out.tolerance, dtype), phase, scale)
+
+
 def _judge(op: OpRecord, candidate: Outputs, failing: Mapping[str, NDArray[Any]], cparams: Mapping[str, Any],
            cinputs: Mapping[str, Any], dtype: Dtype, passing: Mapping[str, NDArray[Any]]) -> tuple[bool, float]:
     """Whether ``candidate`` explains every failing output, and its largest absolute residual.
@@ -275,9 +289,10 @@ def _judge(op: OpRecord, candidate: Outputs, failing: Mapping[str, NDArray[Any]]
     """
     outputs = {out.name: out for out in op.outputs}
     for name, value in passing.items():
-        with np.errstate(all="ignore"):
-            kept = compare(np.asarray(candidate[name], dtype=np.float64), value, policy(outputs[name].tolerance, dtype))
-        if np.shape(candidate[name]) != np.shape(value) or not kept.passed:
+        if np.shape(candidate[name]) != np.shape(value):
+            return False, math.inf
+        if not _within(outputs[name], np.asarray(candidate[name], dtype=np.float64), value, cparams, cinputs,
+                       dtype).passed:
             return False, math.inf
     matched, residual = True, 0.0
     for name, actual in failing.items():
@@ -285,13 +300,8 @@ def _judge(op: OpRecord, candidate: Outputs, failing: Mapping[str, NDArray[Any]]
         expected = np.asarray(candidate[name])
         if expected.shape != actual.shape:
             return False, math.inf
-        try:
-            phase = out.phase(cparams, cinputs) if out.phase else None
-            scale = out.input_scale(cparams, cinputs) if out.input_scale else None
-        except (SpecError, ValueError, TypeError, KeyError):
-            phase = scale = None
+        verdict = _within(out, actual, expected, cparams, cinputs, dtype)
         with np.errstate(all="ignore"):
-            verdict = compare(actual, expected, policy(out.tolerance, dtype), phase, scale)
             gap = np.abs(np.asarray(actual, dtype=np.float64) - expected.astype(np.float64))
         same = np.isnan(np.asarray(actual, dtype=np.float64)) & np.isnan(expected.astype(np.float64))
         gap = np.where(same, 0.0, np.where(np.isnan(gap), np.inf, gap))
@@ -308,6 +318,7 @@ def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArr
     hypothesis explains the failure, the answer ends in one ``unexplained: ...`` line with the
     closest candidate and its residual.
     """
+    params = op.full_params(params)
     found: list[str] = []
     closest: tuple[float, str] | None = None
     try:
