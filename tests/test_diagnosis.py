@@ -136,3 +136,20 @@ def test_the_search_is_bounded():
         case = next(c for c in op.cases if c.kind != "error")
         found = diagnosis.hypotheses(op, op.full_params(case.params), case.make_inputs(), {}, "float64")
         assert 0 < len(found) <= diagnosis.MAX_HYPOTHESES
+
+
+def test_failures_are_grouped_by_explanation():
+    from posenc_ref.runner.adapters import load_adapter
+    from posenc_ref.runner.engine import run_conformance
+    from posenc_ref.runner.report import terminal
+
+    run = run_conformance(load_adapter("mutant:rope-yarn-without-attention-factor"), spec="mutant",
+                          select=lambda e: e["op"] == "rope.inv_freq")
+    failing = [r for r in run.results if r.status == "fail"]
+    lines = diagnosis.group_failures(run.results)
+    counts = [int(line.split(" of ")[0]) for line in lines]
+    assert sum(counts) == len(failing) and counts == sorted(counts, reverse=True)
+    assert lines[0] == (f"{counts[0]} of {len(failing)} failing outputs: "
+                        "matches the reference with attention_factor 1 (fitted)")
+    assert all(line.endswith(")") and "largest residual" in line for line in lines if "unexplained" in line)
+    assert f"  {lines[0]}" in terminal([run]).splitlines()

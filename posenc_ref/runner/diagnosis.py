@@ -24,6 +24,8 @@ output within tolerance:
 Integer outputs get a line of their own: the count of differing elements, the offset and
 where ("buckets off by +1 at 12 of 4096 elements"). When nothing explains a failure the
 answer is one ``unexplained: ...`` line naming the closest candidate and its residual.
+:func:`group_failures` condenses a run's failures into one line per explanation (the terminal
+summary prints it under each adapter's verdict).
 
 The search is bounded: at most :data:`MAX_HYPOTHESES` recomputations of the case, in a fixed
 order, so the same failure always gets the same answer; ``benchmarks/bench_diagnosis.py``
@@ -33,7 +35,8 @@ measures the time per failing output (well under 1 s on the corpus).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import numpy as np
@@ -360,3 +363,31 @@ def nonfinite_output(value: Any, expected: NDArray[Any]) -> NDArray[np.float64] 
     if array.shape != np.shape(expected) or np.all(np.isfinite(array)):
         return None
     return array
+
+
+_RESIDUAL: Final = re.compile(r" \(residual ([^)]*)\)$")
+
+
+def group_failures(results: Iterable[Any]) -> list[str]:
+    """The diagnosed failures of one run grouped by explanation, largest group first.
+
+    ``results`` are the engine's results; each failing (``fail``/``error``) output with a
+    diagnosis counts once, under the first line of its diagnosis (the simplest explanation);
+    the unexplained ones are grouped by their closest candidate, with the largest residual.
+    Lines read "38 of 41 failing outputs: <explanation>".
+    """
+    groups: dict[str, list[float]] = {}
+    for r in results:
+        if r.status not in ("fail", "error") or not r.diagnosis:
+            continue
+        key = next((line for line in r.diagnosis if not line.startswith(UNEXPLAINED)), r.diagnosis[-1])
+        found = _RESIDUAL.search(key) if key.startswith(UNEXPLAINED) else None
+        if found is not None:
+            key = key[:found.start()]
+        groups.setdefault(key, []).append(float(found.group(1)) if found is not None else 0.0)
+    total = sum(len(v) for v in groups.values())
+    lines = []
+    for key, residuals in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])):
+        worst = f" (largest residual {max(residuals):.3g})" if key.startswith(UNEXPLAINED) and max(residuals) else ""
+        lines.append(f"{len(residuals)} of {total} failing outputs: {key}{worst}")
+    return lines

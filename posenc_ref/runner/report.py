@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any, Final
 
+from posenc_ref.runner.diagnosis import group_failures
 from posenc_ref.runner.engine import FAILING, STATUSES, Result, Run
 
 REPORT_FORMAT: Final = "posenc-ref-conformance-report/1"
@@ -71,6 +72,7 @@ def terminal(runs: Sequence[Run], *, verbose: bool = False) -> str:
         note = "" if run.executed else " (no case was executed)"
         out.append(f"{run.adapter['name']} ({run.adapter['dtype']}): {verdict}{note}: {counts}; "
                    f"worst headroom {worst}; corpus {run.corpus['version']}; {run.seconds:.2f} s")
+        out += [f"  {line}" for line in group_failures(run.results)]  # failures grouped by explanation
     return "\n".join(out)
 
 
