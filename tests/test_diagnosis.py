@@ -153,3 +153,17 @@ def test_failures_are_grouped_by_explanation():
                         "matches the reference with attention_factor 1 (fitted)")
     assert all(line.endswith(")") and "largest residual" in line for line in lines if "unexplained" in line)
     assert f"  {lines[0]}" in terminal([run]).splitlines()
+
+
+def test_two_convention_slips_at_once_are_named_as_a_pair():
+    op = get_op("sinusoidal.table")
+    inputs = next(c for c in op.cases if c.kind == "normal").make_inputs()
+    params = op.full_params({**next(c for c in op.cases if c.kind == "normal").params, "ladder": "paper",
+                             "layout": "interleaved"})
+    both = op.call({**params, "ladder": "t2t", "layout": "concat_sin_cos"}, inputs)
+    name = op.outputs[0].name
+    found = diagnosis.diagnose(op, params, inputs, {name: both[name]}, "float64")
+    assert "matches the reference under ladder='t2t' and layout='concat_sin_cos'" in found
+    # a single slip is reported alone: pairs are tried only when no single one explains it
+    one = op.call({**params, "layout": "concat_sin_cos"}, inputs)
+    assert not any(" and " in line for line in diagnosis.diagnose(op, params, inputs, {name: one[name]}, "float64"))

@@ -6,7 +6,8 @@ output within tolerance:
 
 * every other value of each discrete parameter of the op (the ``choices`` of convention and
   non-convention parameters alike, ``layout``, ``alignment``, ``fully_masked``, ..., the flip
-  of a boolean and the listed ``suspects``), one at a time;
+  of a boolean and the listed ``suspects``), one at a time; then, only when no single
+  hypothesis explains the failure, every pair of convention slips (a layout and a ladder);
 * YaRN's composite convention unbundled into its independent choices: ramp truncation
   (``truncate=False`` ignored), the mscale rule (vLLM DeepSeek's ``g(s, mscale) / g(s,
   mscale_all_dim or 0)``), an explicit ``attention_factor`` honoured or not, and beta 0 read
@@ -27,8 +28,8 @@ answer is one ``unexplained: ...`` line naming the closest candidate and its res
 :func:`group_failures` condenses a run's failures into one line per explanation (the terminal
 summary prints it under each adapter's verdict).
 
-The search is bounded: at most :data:`MAX_HYPOTHESES` recomputations of the case, in a fixed
-order, so the same failure always gets the same answer; ``benchmarks/bench_diagnosis.py``
+The search is bounded: at most :data:`MAX_HYPOTHESES` recomputations of the case (singles and
+pairs together), in a fixed order, so the same failure always gets the same answer; ``benchmarks/bench_diagnosis.py``
 measures the time per failing output (well under 1 s on the corpus).
 """
 
@@ -59,6 +60,7 @@ Hypothesis = tuple[str, Callable[[], Outputs], Mapping[str, Any], Mapping[str, A
 """``(label, compute, params, inputs for the phase, judged at dtype or None for the adapter's)``."""
 
 _YARN_BUNDLE = ("truncation always, the DeepSeek mscale rule, an explicit attention_factor ignored")
+_MISSING: Final = object()
 _LITERAL_BETA = 1e-12  # beta -> 0+: the correction bound goes past d - 1, the limit of a literal 0
 
 
@@ -91,6 +93,20 @@ def _discrete(op: OpRecord, params: Mapping[str, Any]) -> Iterator[tuple[str, di
             if param.name == "yarn_convention" and value == "vllm_deepseek":
                 label += f" (a bundle: {_YARN_BUNDLE})"
             yield label, changed
+
+
+def _pairs(op: OpRecord, params: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Two convention slips at once (a layout and a ladder, an alignment and a policy), each pair once."""
+    convention = {p.name for p in op.params if p.is_convention}
+    singles = [(label, changed) for label, changed in _discrete(op, params)
+               if next(k for k in changed if changed[k] != params.get(k, _MISSING)) in convention]
+    for i, (first, a) in enumerate(singles):
+        name_a = next(k for k in a if a[k] != params.get(k, _MISSING))
+        for second, b in singles[i + 1:]:
+            name_b = next(k for k in b if b[k] != params.get(k, _MISSING))
+            if name_a != name_b:
+                text = second.removeprefix("matches the reference under ")
+                yield f"{first} and {text}", {**a, name_b: b[name_b]}
 
 
 def _rope_scaling_choices(op: OpRecord, params: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -240,6 +256,17 @@ def hypotheses(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
     return found[:MAX_HYPOTHESES]
 
 
+def pair_hypotheses(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
+                    budget: int) -> list[Hypothesis]:
+    """Pairs of convention slips, tried only when no single hypothesis explains a failure (at most ``budget``)."""
+    found: list[Hypothesis] = []
+    for label, changed in _pairs(op, params):
+        if len(found) >= budget:
+            break
+        found.append((label, _call(op, changed, inputs), changed, inputs, None))
+    return found
+
+
 def _integer_lines(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
                    failing: Mapping[str, NDArray[Any]]) -> list[str]:
     """For integer outputs: how many elements differ, by how much and where."""
@@ -329,7 +356,11 @@ def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArr
     except (SpecError, ValueError, TypeError):
         reference = {}
     passing = {name: np.asarray(value, dtype=np.float64) for name, value in reference.items() if name not in failing}
-    for label, compute, cparams, cinputs, judge in hypotheses(op, params, inputs, failing, dtype):
+    singles = hypotheses(op, params, inputs, failing, dtype)
+    for index, (label, compute, cparams, cinputs, judge) in enumerate(
+            [*singles, *pair_hypotheses(op, params, inputs, MAX_HYPOTHESES - len(singles))]):
+        if index == len(singles) and found:
+            break  # a single slip explains it: pairs are not tried
         try:
             with np.errstate(all="ignore"):
                 candidate = compute()
