@@ -205,7 +205,7 @@ def _shift_below_zero(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[s
 
 def _positions(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Iterator[Hypothesis]:
     groups = [op.position_inputs] + ([(name,) for name in op.position_inputs] if len(op.position_inputs) > 1 else [])
-    for group in groups:
+    for group in groups if op.position_inputs else ():
         for delta in (1, -1):
             shifted = {**inputs, **{name: np.asarray(inputs[name]) + delta for name in group}}
             which = "" if group == ("positions",) else " and ".join(group) + ", "
@@ -231,8 +231,8 @@ def _precision(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
         angle_dtypes: tuple[Dtype, ...] = ("float32", "float16") if dtype == "float64" else ("float16",)
         for angles in angle_dtypes:
             note = " (the adapter declares float64)" if angles == "float32" else ""
-            yield f"matches the reference computed with {angles} {what}{note}", _emulated(op.name, params, inputs, angles), \
-                params, inputs, None
+            label = f"matches the reference computed with {angles} {what}{note}"
+            yield label, _emulated(op.name, params, inputs, angles), params, inputs, None
 
 
 def _emulated(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
@@ -318,13 +318,12 @@ def _judge(op: OpRecord, candidate: Outputs, failing: Mapping[str, NDArray[Any]]
     moves the frequencies that passed explains nothing).
     """
     outputs = {out.name: out for out in op.outputs}
+    matched, residual = True, 0.0
     for name, value in passing.items():
         if np.shape(candidate[name]) != np.shape(value):
             return False, math.inf
-        if not _within(outputs[name], np.asarray(candidate[name], dtype=np.float64), value, cparams, cinputs,
-                       dtype).passed:
-            return False, math.inf
-    matched, residual = True, 0.0
+        matched = matched and _within(outputs[name], np.asarray(candidate[name], dtype=np.float64), value, cparams,
+                                      cinputs, dtype).passed
     for name, actual in failing.items():
         out = outputs[name]
         expected = np.asarray(candidate[name])
@@ -369,7 +368,7 @@ def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArr
         matched, residual = _judge(op, candidate, failing, cparams, cinputs, judge or dtype, passing)
         if matched and label not in found:
             found.append(label)
-        elif not matched and (closest is None or residual < closest[0]):
+        elif not matched and judge is None and (closest is None or residual < closest[0]):
             closest = (residual, label)
     lines = _integer_lines(op, params, inputs, failing)
     if not found:
