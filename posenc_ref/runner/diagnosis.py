@@ -311,7 +311,7 @@ def _within(out: Output, actual: NDArray[Any], expected: NDArray[Any], cparams: 
 
 def _judge(op: OpRecord, candidate: Outputs, failing: Mapping[str, NDArray[Any]], cparams: Mapping[str, Any],
            cinputs: Mapping[str, Any], dtype: Dtype, passing: Mapping[str, NDArray[Any]]) -> tuple[bool, float]:
-    """Whether ``candidate`` explains every failing output, and its largest absolute residual.
+    """Whether ``candidate`` explains every failing output, and its largest absolute residual (over all outputs).
 
     ``passing`` holds the reference's values of the outputs that passed: a hypothesis must
     keep those within tolerance too (a rope_type that zeroes the failing attention factor but
@@ -322,8 +322,12 @@ def _judge(op: OpRecord, candidate: Outputs, failing: Mapping[str, NDArray[Any]]
     for name, value in passing.items():
         if np.shape(candidate[name]) != np.shape(value):
             return False, math.inf
-        matched = matched and _within(outputs[name], np.asarray(candidate[name], dtype=np.float64), value, cparams,
-                                      cinputs, dtype).passed
+        moved = np.asarray(candidate[name], dtype=np.float64)
+        matched = matched and _within(outputs[name], moved, value, cparams, cinputs, dtype).passed
+        with np.errstate(all="ignore"):
+            gap = np.abs(moved - value)
+        gap = np.where(np.isnan(moved) & np.isnan(value), 0.0, np.where(np.isnan(gap), np.inf, gap))
+        residual = max(residual, float(gap.max()) if gap.size else 0.0)
     for name, actual in failing.items():
         out = outputs[name]
         expected = np.asarray(candidate[name])
