@@ -48,7 +48,7 @@ from posenc_ref import __version__, corpus
 from posenc_ref.registry import get_op
 from posenc_ref.runner.adapters import (AdapterCrash, as_output_array, dtype_for, error_category, normalise_outputs,
                                         supports)
-from posenc_ref.runner.diagnosis import diagnose
+from posenc_ref.runner.diagnosis import diagnose, nonfinite_output
 from posenc_ref.runner.expectations import Expectation
 from posenc_ref.runner.models import call_model, diagnose_model, is_model_op, model_supports, uses_run_model
 from posenc_ref.tolerance import Comparison, Policy, compare, policy
@@ -526,6 +526,9 @@ def _judge_outputs(adapter: Any, verdicts: _Verdicts, golden: corpus.GoldenCase,
         expectation = verdicts.expected_for[name]
         actual, garbage = as_output_array(by_name[name], golden_out.expected, golden_out.tolerance == "exact")
         if actual is None:
+            nonfinite = nonfinite_output(by_name[name], golden_out.expected)
+            if nonfinite is not None:  # NaN/inf where finite values are expected: still diagnosed
+                failing[name] = nonfinite
             results.append(verdicts.one(name, "error", f"adapter {garbage}", seconds))
             continue
         pol = policy(golden_out.tolerance, dtype)

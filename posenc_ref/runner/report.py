@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from posenc_ref.runner.diagnosis import group_failures
 from posenc_ref.runner.engine import FAILING, STATUSES, Result, Run
 
 REPORT_FORMAT: Final = "posenc-ref-conformance-report/1"
@@ -74,6 +75,12 @@ def _num(value: float | None) -> float | str | None:
     return value
 
 
+def _integer_miss(c: Any) -> bool:
+    """An exact-class miss between finite values (its abs/rel/ulp error reads inf by convention)."""
+    return bool(c.allowed == 0 and math.isinf(c.abs_error) and c.expected is not None and c.actual is not None
+                and math.isfinite(c.expected) and math.isfinite(c.actual))
+
+
 def describe_failure(r: Result) -> str:
     """The full failure text of one (case, output): what, where, by how much, why, how to rerun."""
     whose = f" (adapter {r.adapter})" if r.adapter else ""
@@ -88,7 +95,9 @@ def describe_failure(r: Result) -> str:
         lines += [
             f"  worst:     index {c.worst_index}: expected {c.expected!r}, actual {c.actual!r}",
             f"  error:     abs {c.abs_error:.3g}, rel {c.rel_error:.3g}, {c.ulp_error:.3g} ulp; "
-            f"{c.n_bad} element(s) outside tolerance",
+            f"{c.n_bad} element(s) outside tolerance" if not _integer_miss(c) else
+            f"  error:     {c.n_bad} element(s) differ; here actual - expected = "
+            f"{(c.actual or 0.0) - (c.expected or 0.0):+g}",
             f"  tolerance: {c.allowed:.3g} here = {r.tolerance} [{r.tolerance_source}]; headroom {c.headroom:.3g}",
         ]
     if (r.status == "fail" and c is not None) or r.diagnosis:
@@ -123,6 +132,7 @@ def terminal(runs: Sequence[Run], *, verbose: bool = False) -> str:
         note = "" if run.executed else " (no case was executed)"
         out.append(f"{run.adapter['name']} ({run.adapter['dtype']}): {verdict}{note}: {counts}; "
                    f"worst headroom {worst}; corpus {run.corpus['version']}; {run.seconds:.2f} s")
+        out += [f"  {line}" for line in group_failures(run.results)]  # failures grouped by explanation
     return safe_text("\n".join(out))
 
 

@@ -155,4 +155,12 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("alibi-bias-inside-scale", "the ALiBi bias added before the 1/sqrt(D) scale instead of after it",
            "Press et al. add m * distance to q . k^T after scaling (fairseq, HF BLOOM baddbmm beta=1, alpha=scale)",
            ("attention.alibi",), _bias_inside_scale),
+    Mutant("attention-fully-masked-nan", "fully masked rows come out NaN (a plain softmax over -inf logits)",
+           "torch SDPA before 2.5 (pytorch/pytorch#41508)", ("attention",),
+           with_params(swap("fully_masked", {"zeros": "nan", "uniform": "nan"})), diagnosis="fully_masked='nan'"),
+    Mutant("attention-positional-alignment-swapped", "causal mask aligned top-left instead of bottom-right",
+           "torch SDPA is_causal=True with a KV cache (pytorch/pytorch#108108)",
+           ("attention.rope", "attention.alibi", "attention.t5", "attention.shaw", "attention.xl"),
+           with_params(swap("alignment", {"bottom_right": "top_left", "top_left": "bottom_right"})),
+           diagnosis="alignment="),
 )

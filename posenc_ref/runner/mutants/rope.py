@@ -127,6 +127,73 @@ def _positions_plus_one(op: str, params: Mapping[str, Any], inputs: Mapping[str,
     return get_op(op).call(params, {**inputs, "positions": np.asarray(inputs["positions"]) + 1})
 
 
+def _dynamic_as_linear(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    w, factor_a, softmax = rope_scaling.rope_inv_freq(**params)
+    if params["rope_type"] != "dynamic":
+        return w, factor_a, softmax
+    d = int(params["dim"])
+    plain = rope_scaling.rope_inv_freq(dim=d, base=params["base"])[0]
+    return plain / float(params["factor"]) ** (d / (d - 2)), factor_a, softmax  # the bug: a uniform rescale
+
+
+def _longrope_always_long(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    get_op(op).call(params, inputs)
+    trained = int(params["original_max_position"])
+    return get_op(op).call({**params, "context_length": max(int(params["context_length"]), trained + 1)}, inputs)
+
+
+def _yarn_beta_zero_literal(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    w, factor_a, softmax = rope_scaling.rope_inv_freq(**params)
+    if params["rope_type"] != "yarn" or not (params.get("beta_fast") == 0 and params.get("beta_slow") == 0):
+        return w, factor_a, softmax
+    # beta 0 read as 0: both correction bounds are d log(L0 / 0) / (2 log b) = inf, high clamped to d - 1,
+    # so (i - low) / (high - low) -> 1 for every pair: every frequency interpolated (divided by s)
+    plain = rope_scaling.rope_inv_freq(dim=params["dim"], base=params["base"])[0]
+    return plain / float(params["factor"]), factor_a, softmax
+
+
+def _yarn_truncate_ignored(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    return get_op(op).call({**params, "truncate": True} if params.get("rope_type") == "yarn" else params, inputs)
+
+
+def _yarn_attention_factor_ignored(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    changed = {**params, "attention_factor": None} if params.get("rope_type") == "yarn" else params
+    return get_op(op).call(changed, inputs)
+
+
+def _float32_rounded_angles(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    cos, sin = (get_op(op).call(params, inputs)[name] for name in ("cos", "sin"))
+    factor = np.float32(params.get("attention_factor", 1.0))
+    pos = np.asarray(inputs["positions"], dtype=np.float64)
+    angle = (pos[..., None] * np.asarray(inputs["inv_freq"], dtype=np.float64)).astype(np.float32)
+    c, s = factor * np.cos(angle), factor * np.sin(angle)  # float32 sin/cos of the float32-rounded angle
+    width = params.get("width", "full")
+    if width == "full":
+        c, s = np.concatenate([c, c], -1), np.concatenate([s, s], -1)
+    elif width == "full_interleaved":
+        c, s = np.repeat(c, 2, -1), np.repeat(s, 2, -1)
+    assert c.shape == cos.shape and s.shape == sin.shape
+    return c, s
+
+
+def _positions_minus_one(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    result = get_op(op).call(params, inputs)  # the reference's validation and errors
+    pos = np.asarray(inputs["positions"]) - 1  # the bug: position_ids = cumsum(mask) - 2, so 0 becomes -1
+    f64 = np.float64
+    if op == "rope.apply":
+        return emu.rotate_lowp(np.asarray(inputs["x"], dtype=f64), pos, get_op(op).full_params(params), f64, f64)[0]
+    factor = float(params.get("attention_factor", 1.0))
+    angle = pos.astype(f64)[..., None] * np.asarray(inputs["inv_freq"], dtype=f64)
+    c, s = factor * np.cos(angle), factor * np.sin(angle)
+    width = params.get("width", "full")
+    if width == "full":
+        c, s = np.concatenate([c, c], -1), np.concatenate([s, s], -1)
+    elif width == "full_interleaved":
+        c, s = np.repeat(c, 2, -1), np.repeat(s, 2, -1)
+    assert c.shape == result["cos"].shape
+    return c, s
+
+
 MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("rope-layout-swapped", "half-split (rotate_half) and interleaved pairs exchanged",
            "huggingface/transformers#25199; keras-team/keras-hub#1416", _ROTATING,
@@ -143,7 +210,8 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            ("rope.cos_sin", "rope.mrope_cos_sin", "rope.xpos", *_ROTATING), _float32_angles,
            diagnosis="float32 angles"),
     Mutant("rope-yarn-without-attention-factor", "YaRN frequencies without the 0.1 ln s + 1 attention factor",
-           "vllm-project/vllm#57563; turboderp-org/exllamav3#259", ("rope.inv_freq",), _yarn_no_attention_factor),
+           "vllm-project/vllm#57563; turboderp-org/exllamav3#259", ("rope.inv_freq",), _yarn_no_attention_factor,
+           diagnosis="attention_factor 1 (fitted)"),
     Mutant("rope-yarn-ramp-clamped-half", "YaRN high bound clamped to d/2 - 1 instead of d - 1",
            "keras-team/keras-hub#2981", ("rope.inv_freq",), _yarn_ramp_half_clamp),
     Mutant("rope-llama3-band-edge-off-by-one", "Llama 3 band split one pair late (first smoothed pair kept)",
@@ -160,4 +228,26 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("rope-positions-off-by-one", "positions start at 1 (position_ids = cumsum(mask) instead of - 1)",
            "huggingface/transformers generation position_ids", ("rope.apply", "rope.cos_sin"), _positions_plus_one,
            diagnosis="positions + 1"),
+    Mutant("rope-dynamic-as-linear-rescale", "dynamic NTK as a uniform rescale of every frequency by s^(d/(d-2))",
+           "keras-team/keras-hub RotaryEmbedding scaling 'dynamic'", ("rope.inv_freq",), _dynamic_as_linear,
+           diagnosis="rope_type='linear' with factor"),
+    Mutant("rope-longrope-always-long", "LongRoPE long factors at every context length",
+           "ml-explore/mlx-lm SuScaledRoPE", ("rope.longrope_inv_freq",), _longrope_always_long,
+           diagnosis="always the long factors"),
+    Mutant("rope-yarn-beta-zero-literal", "YaRN beta_fast = beta_slow = 0 read as 0, not as the defaults",
+           "transformers reads `x or default`; ports that read the value literally", ("rope.inv_freq",),
+           _yarn_beta_zero_literal, diagnosis="read literally"),
+    Mutant("rope-yarn-truncate-ignored", "YaRN truncate=False ignored (bounds always floored/ceiled)",
+           "ggml-org/llama.cpp ggml_rope_yarn_corr_dims; ml-explore/mlx-lm YarnRoPE", ("rope.inv_freq",),
+           _yarn_truncate_ignored, diagnosis="truncate=False ignored"),
+    Mutant("rope-yarn-attention-factor-ignored", "YaRN explicit attention_factor ignored (mscale rule used)",
+           "ml-explore/mlx-lm YarnRoPE", ("rope.inv_freq",), _yarn_attention_factor_ignored,
+           diagnosis="explicit attention_factor ignored"),
+    Mutant("rope-float32-rounded-angles-claimed-float64",
+           "angles rounded to float32 and sin/cos in float32 by an implementation that claims float64",
+           "float32 libraries run at --dtype float64 (keras-hub, MLX)", ("rope.cos_sin",), _float32_rounded_angles,
+           diagnosis="float32 angles"),
+    Mutant("rope-positions-minus-one", "positions start at -1 (position_ids = cumsum(mask) - 2)",
+           "huggingface/transformers generation position_ids", ("rope.apply", "rope.cos_sin"), _positions_minus_one,
+           diagnosis="positions - 1"),
 )

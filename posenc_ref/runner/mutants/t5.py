@@ -46,6 +46,20 @@ def _t5_no_halving(rel: NDArray[np.int64], params: Mapping[str, Any]) -> NDArray
     return result
 
 
+def _t5_rounded_log(rel: NDArray[np.int64], params: Mapping[str, Any]) -> NDArray[np.int64]:
+    """The log buckets rounded to nearest instead of floored (one bucket late at some distances)."""
+    buckets, distance = int(params["num_buckets"]), int(params["max_distance"])
+    bidirectional = params["direction"] == "bidirectional"
+    side = buckets // 2 if bidirectional else buckets
+    offset = np.where(rel > 0, side, 0) if bidirectional else np.zeros_like(rel)
+    n = np.abs(rel) if bidirectional else np.maximum(-rel, 0)
+    exact = side // 2
+    scaled = np.log(np.maximum(n, exact) / exact) / math.log(distance / exact) * (side - exact)
+    large = np.minimum(exact + np.round(scaled).astype(np.int64), side - 1)
+    result: NDArray[np.int64] = offset + np.where(n < exact, n, large)
+    return result
+
+
 def _t5_with(bucket: BucketFn) -> Callable[[str, Mapping[str, Any], Mapping[str, NDArray[Any]]], Any]:
     def run(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
         get_op(op).call(params, inputs)  # the reference's validation: the bug is in the buckets, not the checks
@@ -69,4 +83,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            "T5X-to-HF weight conversion", ("t5.bias",),
            with_params(swap("table_layout", {"buckets_heads": "heads_buckets", "heads_buckets": "buckets_heads"})),
            diagnosis="table_layout="),
+    Mutant("t5-bucket-rounded-log", "log buckets rounded to nearest instead of floored",
+           "ports writing round() for the int() truncation of T5's log bucket", ("t5.bucket",),
+           _t5_with(_t5_rounded_log), diagnosis="buckets off by +1"),
 )
