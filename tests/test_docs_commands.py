@@ -30,6 +30,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>bash|console|shell|sh)\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 GUIDE_ADAPTER = re.compile(r"saved as `my_adapter\.py`:\n\n```python\n(.*?)```", re.S)
+GUIDE_ENGINE = re.compile(r"saved as `my_engine\.py`:\n\n```python\n(.*?)```", re.S)
 TIME = re.compile(r"\b\d+(?:\.\d+)? s\b")
 
 # (substring of the command, why it does not run in this test)
@@ -172,6 +173,9 @@ def workdir(tmp_path_factory):
     adapter = GUIDE_ADAPTER.search(guide)
     assert adapter, "the conformance guide no longer shows the complete adapter saved as my_adapter.py"
     (work / "my_adapter.py").write_text(adapter.group(1), encoding="utf-8")
+    engine = GUIDE_ENGINE.search(guide)
+    assert engine, "the conformance guide no longer shows the model-level example saved as my_engine.py"
+    (work / "my_engine.py").write_text(engine.group(1), encoding="utf-8")
     return work
 
 
