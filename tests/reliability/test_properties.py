@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import tracemalloc
 from typing import Any
 
 import mpmath
@@ -37,14 +38,37 @@ EXAMPLES = int(os.environ.get("POSENC_REF_PROPERTY_EXAMPLES", "40"))
 BUDGET = settings(max_examples=EXAMPLES, database=None, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 CPU_LIMIT_S = 1.0
+MEMORY_SLACK = 4 * 2**20
+"""Bytes any call may allocate beyond :data:`MEMORY_FACTOR` times its output (a refusal: this alone)."""
+MEMORY_FACTOR = 16
+"""The peak memory a call traces (``tracemalloc``, which sees NumPy's buffers) is at most this many
+times the bytes of what it returns, plus :data:`MEMORY_SLACK`: work and memory bounded by the output."""
+
+
+def _nbytes(result: Any) -> int:
+    parts = result if isinstance(result, tuple) else (result,)
+    return sum(int(p.nbytes) for p in parts if isinstance(p, np.ndarray))
+
+
+def _within_budget(start: float, output_bytes: int) -> None:
+    seconds = time.process_time() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert seconds < CPU_LIMIT_S, f"{seconds:.2f} s of CPU"
+    assert peak <= MEMORY_SLACK + MEMORY_FACTOR * output_bytes, f"peak {peak} bytes for {output_bytes} of output"
 
 
 def _bounded(call: Any) -> Any:
+    """``call()``, held to 1 s of CPU time and to memory bounded by its output (a refusal by the slack)."""
+    tracemalloc.start()
     start = time.process_time()
     try:
-        return call()
-    finally:
-        assert time.process_time() - start < CPU_LIMIT_S
+        result = call()
+    except BaseException:
+        _within_budget(start, 0)
+        raise
+    _within_budget(start, _nbytes(result))
+    return result
 
 
 def _ladder_mpmath(n: int, exact: int, limit: int, steps: int) -> tuple[int, bool]:
