@@ -166,7 +166,9 @@ class TransformersEngine:
             temp = torch.log1p(torch.floor((p + 1.0) / attn.floor_scale)) * attn.attn_scale + 1.0
             scale = scale * temp.double().numpy()
         out: dict[str, Any] = {"logit_scale": scale}
-        if not getattr(attn, "use_rope", True) or op == "model.nope":
+        if op == "model.nope" and getattr(attn, "use_rope", True):
+            raise ValueError(f"layer {layer}: transformers rotates this layer ({type(attn).__name__}); not a NoPE layer")
+        if not getattr(attn, "use_rope", True):
             return {**out, "q_rot": inputs["q"], "k_rot": inputs["k"]}
         with torch.device("cpu"):
             rotary = type(model.rotary_emb)(config=text)

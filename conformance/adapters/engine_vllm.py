@@ -226,7 +226,9 @@ class VllmEngine:
             scale = scale * attn._get_attn_scale(positions.to(torch.float32))[:, 0].double().numpy()
         out: dict[str, Any] = {"logit_scale": scale}
         rotary = getattr(attn, "rotary_emb", None)
-        if rotary is None or op == "model.nope":
+        if op == "model.nope" and rotary is not None and not getattr(attn, "nope", False):
+            raise ValueError(f"layer {layer}: vLLM rotates this layer ({type(rotary).__name__}); not a NoPE layer")
+        if rotary is None or getattr(attn, "nope", False):
             return {**out, "q_rot": q_in, "k_rot": k_in}
         needed = int(positions.max()) + 1
         cache = getattr(rotary, "cos_sin_cache", None)
