@@ -211,7 +211,7 @@ def test_every_registered_op_has_a_torch_adapter():
     module = _module()
     covered = set().union(*(load_adapter(_spec(name)).capabilities for name in MODULES))
     assert NEW_PORT_OPS <= set(module.torch_port("float64").capabilities)
-    assert covered == {op.name for op in OPS}
+    assert covered == {op.name for op in OPS if op.family != "model"}  # model.*: the engines (run_model)
 
 
 def test_every_module_lists_the_adapters_it_holds_and_no_other():

@@ -44,8 +44,10 @@ def test_bad_report_is_refused(tmp_path, capsys):
 
 
 # Ops no PyTorch adapter (library function or port) covers yet: the open part of the framework issue
-# (none: with the port and the library adapters every registered op has one).
-TORCH_UNCOVERED: set[str] = set()
+# (with the port and the library adapters every op-level op has one).
+# The model cases (model.*) are an engine's, run from the config through run_model
+# (conformance/adapters/engine_*.py, docs/findings.md), not an op-level adapter's.
+TORCH_UNCOVERED: set[str] = {op.name for op in OPS if op.family == "model"}
 
 
 def test_published_matrix_is_generated_and_consistent():
