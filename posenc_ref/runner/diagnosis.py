@@ -390,10 +390,9 @@ def nonfinite_output(value: Any, expected: NDArray[Any]) -> NDArray[np.float64] 
     The engine reports such an output as an error; it still hands it to :func:`diagnose`,
     which can name the policy behind it (``fully_masked='nan'``).
     """
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        return None
+    if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+        return None  # Note: anything else was judged garbage already; converting it again runs adapter code
+    array = np.asarray(value, dtype=np.float64)
     if array.shape != np.shape(expected) or np.all(np.isfinite(array)):
         return None
     return array

@@ -47,7 +47,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.errors import SpecError
 from posenc_ref.opspec import OpRecord
-from posenc_ref.runner.emulation import EMULATIONS, emulate
+from posenc_ref.runner import emulation
 from posenc_ref.tolerance import Dtype, compare, policy
 
 MODEL_OP_PREFIX: Final = "model."
@@ -249,10 +249,10 @@ def diagnose_model(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str,
                                dict(params), shifted, frozenset()))
     found: list[str] = []
     what = op.low_precision_intermediates
-    if what and op.name in EMULATIONS:  # the right reading, computed in low precision
+    if what and op.name in emulation.EMULATIONS:  # the right reading, computed in low precision
         for angles in (("float32", "float16") if dtype == "float64" else ("float16",)):
             try:
-                candidate = emulate(op.name, params, inputs, output_dtype="float32", angle_dtype=angles)
+                candidate = emulation.emulate(op.name, params, inputs, output_dtype="float32", angle_dtype=angles)
             except (SpecError, ValueError, TypeError, KeyError, IndexError, FloatingPointError):
                 continue
             if all(_matches(outputs[name], params, inputs, np.asarray(candidate[name]), actual, dtype)
