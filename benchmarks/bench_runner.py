@@ -78,8 +78,8 @@ def verdict(ok: bool) -> str:
 
 # Direct callees of run_conformance / run_batch / run_case that account for its time.
 _PARTS = (
-    ("corpus.py", "__init__", "corpus.Corpus: reads, hashes and keeps every file once"),
-    ("engine.py", "run_batch", "run_batch: every case on the watched helper thread (adapter calls, judging)"),
+    ("_corpus_read.py", "__init__", "corpus.Corpus: reads, hashes and keeps every file once"),
+    ("_engine_batch.py", "run_batch", "run_batch: every case on the watched helper thread (adapter calls, judging)"),
 )
 def profile_runner(repeats: int, cases: int) -> None:
     """Where run_conformance spends its time (cProfile of the main thread, ``repeats`` runs)."""

@@ -12,6 +12,8 @@ from typing import Any, Final
 
 from posenc_ref.errors import SpecError
 from posenc_ref.models import _rope
+from posenc_ref.models._layer_rules import (_attention_shape, _layer_types, _lookup_any, _layout, _rotary,
+                                            _softmax_multiplier, _temperature, _uses_rope)
 from posenc_ref.models._reader import FUNC, Reader, load_config
 
 INTERPRETATIONS: Final[dict[str, str]] = {
@@ -27,7 +29,6 @@ _ROPE_MODELS: Final = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_v
                        "qwen3_vl", "gemma", "gemma2", "gemma3_text", "phi3", "phi", "gpt_neox", "gptj",
                        "deepseek_v2", "deepseek_v3", "gpt_oss", "smollm3", "olmo2", "cohere", "glm", "glm4",
                        "llama4_text", "falcon")
-_INTERLEAVED: Final = ("gptj", "cohere", "glm", "glm4", "llama4_text", "deepseek_v2")
 _MAX_POSITION_DEFAULT: Final = {"gemma3_text": 131072, "qwen2": 32768, "mistral": 32768, "mixtral": 32768,
                                  "gpt_oss": 131072, "llama4_text": 4096 * 32}
 """transformers 5.x config class defaults of max_position_embeddings (2048 for the rest)."""
@@ -158,81 +159,6 @@ def resolve(config: Any, *, interpretation: str = "transformers-5", context_leng
     return ModelPositions(model_type, max_position, tuple(layers), provenance)
 
 
-def _attention_shape(r: Reader, *, heads_key: str = "num_attention_heads", hidden_key: str = "hidden_size",
-                     kv_key: str = "num_key_value_heads") -> tuple[int, int, int]:
-    heads = r.integer(heads_key)
-    kv = r.integer(kv_key, heads) if kv_key else heads
-    if heads % kv:
-        raise SpecError(f"{FUNC}: {r.prefix}{heads_key}={heads} must be a multiple of {kv_key}={kv}")
-    if r.has("head_dim"):
-        return heads, kv, r.integer("head_dim")
-    hidden = r.integer(hidden_key)
-    if hidden % heads:
-        raise SpecError(f"{FUNC}: {r.prefix}{hidden_key}={hidden} is not a multiple of {heads_key}={heads}, and "
-                        f"there is no head_dim")
-    return heads, kv, hidden // heads
-
-
-def _layer_types(r: Reader, model_type: str, n: int) -> list[str]:
-    if r.has("layer_types"):
-        types = r.get("layer_types")
-        if not isinstance(types, list) or len(types) != n or not all(isinstance(t, str) for t in types):
-            got = f"length {len(types)}" if isinstance(types, list) else repr(types)
-            raise SpecError(f"{FUNC}: layer_types must list one type per layer (num_hidden_layers={n}), got {got}")
-        return list(types)
-    if model_type == "gemma2":
-        return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
-    if model_type == "gemma3_text":
-        pattern = r.integer("sliding_window_pattern", 6)
-        return ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n)]
-    if model_type == "gpt_oss":
-        return ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
-    if model_type in ("mistral", "mixtral", "phi3") and r.get("sliding_window") is not None:
-        return ["sliding_attention"] * n  # Note: transformers applies sliding_window to every layer
-    if model_type in ("qwen2", "qwen2_vl_text", "qwen2_vl") and r.get("use_sliding_window", False):
-        top = r.integer("max_window_layers", n)
-        return ["sliding_attention" if i >= top else "full_attention" for i in range(n)]
-    return ["full_attention"] * n
-
-
-def _uses_rope(r: Reader, model_type: str, n: int) -> list[bool]:
-    if model_type not in ("llama4_text", "smollm3"):
-        return [True] * n
-    interval_key = "no_rope_layer_interval"
-    if r.has("no_rope_layers") and r.get("no_rope_layers"):
-        flags = r.get("no_rope_layers")
-        if not isinstance(flags, list) or len(flags) != n or any(f not in (0, 1) for f in flags):
-            raise SpecError(f"{FUNC}: no_rope_layers must list 0 or 1 for each of the {n} layers, got {flags!r}")
-        return [bool(f) for f in flags]
-    interval = r.integer(interval_key, 4)
-    return [(i + 1) % interval != 0 for i in range(n)]
-
-
-def _rotary(r: Reader, model_type: str, head_dim: int, source: Any) -> tuple[int, str, int]:
-    """(rotary width, partial style, the width rope_inv_freq builds frequencies over)."""
-    if model_type in ("deepseek_v2", "deepseek_v3"):
-        return r.integer("qk_rope_head_dim"), "suffix", r.integer("qk_rope_head_dim")
-    if model_type == "gptj":
-        rd = r.get("rotary_dim")
-        rd = head_dim if rd is None else rd
-        return rd, "prefix", rd
-    if model_type == "gpt_neox":
-        factor = r.number("rotary_pct", 0.25) if not r.has("partial_rotary_factor") else r.number(
-            "partial_rotary_factor")
-    elif model_type in ("phi", "glm", "glm4", "phi3", "gpt_oss", "cohere", "olmo2", "qwen3", "smollm3",
-                        "falcon", "qwen2"):
-        default = {"phi": 0.5, "glm": 0.5, "glm4": 0.5}.get(model_type, 1.0)
-        inner = source.get("partial_rotary_factor") if isinstance(source, (Reader, dict)) else None
-        factor = float(inner) if inner is not None else r.number("partial_rotary_factor", default)
-    else:
-        factor = 1.0  # Note: transformers' Llama-style models ignore partial_rotary_factor
-    rd = int(head_dim * factor)
-    if rd % 2 or rd < 2:
-        raise SpecError(f"{FUNC}: the rotary width int(head_dim * partial_rotary_factor) = {rd} must be even "
-                        f"and >= 2 (head_dim={head_dim}, factor={factor})")
-    return rd, "prefix", rd
-
-
 def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length: int | None
                  ) -> tuple[list[LayerPositions], int | None]:
     n = r.integer("num_hidden_layers" if model_type != "gptj" else "n_layer")
@@ -294,32 +220,6 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
         layers.append(LayerPositions(i, "decoder", kind, scheme, params, heads, kv, head_dim, layer_window,
                                      chunk if kind == "chunked_attention" else None, scale, temperature))
     return layers, max_position
-
-
-def _lookup_any(source: Any, key: str) -> Any:
-    return source.get(key) if isinstance(source, (Reader, dict)) else None
-
-
-def _layout(r: Reader, model_type: str) -> str:
-    if model_type == "deepseek_v3":
-        return "interleaved_to_half" if r.get("rope_interleave", True) else "half"
-    return "interleaved" if model_type in _INTERLEAVED else "half"
-
-
-def _softmax_multiplier(params: Mapping[str, Any], model_type: str) -> float:
-    """DeepSeek's ``mscale(s, mscale_all_dim)**2`` on the softmax scale (1 elsewhere)."""
-    if model_type not in ("deepseek_v2", "deepseek_v3") or params["rope_type"] != "yarn":
-        return 1.0
-    from posenc_ref.rope_scaling import yarn_mscale
-    m_all = params.get("mscale_all_dim")
-    return yarn_mscale(params["factor"], m_all) ** 2 if m_all else 1.0
-
-
-def _temperature(r: Reader, model_type: str, rotated: bool) -> dict[str, Any] | None:
-    if model_type == "llama4_text" and not rotated and r.get("attn_temperature_tuning", True):
-        return {"rule": "llama4", "attn_scale": r.number("attn_scale", 0.1), "floor_scale": r.number(
-            "floor_scale", 8192.0)}
-    return None
 
 
 def _alibi_layers(r: Reader, model_type: str) -> tuple[list[LayerPositions], int | None]:
