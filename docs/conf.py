@@ -207,7 +207,7 @@ def _prepare_docstring(app: Any, what: str, name: str, obj: Any, options: Any, l
 
 # Modules whose public functions are entry points documented elsewhere (the CLI's --help, the
 # pytest plugin's options in the conformance guide), not Python API.
-API_EXEMPT = ("posenc_ref.cli", "posenc_ref.runner.cli", "posenc_ref.runner.plugin")
+API_EXEMPT = ("posenc_ref.cli", "posenc_ref.runner.cli", "posenc_ref.runner.plugin", "posenc_ref.models.cli")
 
 
 def public_objects() -> list[str]:

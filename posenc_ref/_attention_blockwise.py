@@ -7,7 +7,7 @@ accumulated.
 
 Both skip the keys that every query row of the call (or of its tile, see
 :mod:`posenc_ref._attention_tiles`) masks, as causal and windowed rows do: the direct path
-computes only the span of keys from the first to the last kept one (:func:`_live_span`), the
+computes only the span of keys from the first to the last kept one (``_live_span``), the
 blockwise path skips every key block with no kept key. A skipped block adds exp(-inf) = 0 to
 each sum, so the blockwise path gives the values it gives computing every key. The direct
 path's products and sums run over fewer keys, which can change their last bits; an ulp of a
@@ -170,7 +170,7 @@ def _live_span(p: Pass) -> tuple[int, int]:
 def direct(p: Pass) -> tuple[F64, F64]:
     """The whole (B, H, Tq, Tk) weight matrix at once; returns ``(output, weights)``.
 
-    Only the keys of :func:`_live_span` are computed; the weights of the others are exact zeros.
+    Only the keys of ``_live_span`` are computed; the weights of the others are exact zeros.
     """
     out, weights = _direct(p, weights=True)
     return out, cast(F64, weights)  # built when asked for

@@ -14,7 +14,7 @@ raw little-endian C-order bytes). A file whose hash, header, dtype or shape disa
 manifest, a truncated or pickled file, a file not listed, or a listed file that is missing is
 reported by name and never used. So is a manifest path that could leave the corpus (absolute,
 not normalised, outside ``cases/``), a symbolic link, FIFO or device, a ``.npy`` header
-declaring more than the manifest or :data:`MAX_ARRAY_BYTES` (parsed before any data is read),
+declaring more than the manifest or ``MAX_ARRAY_BYTES`` (parsed before any data is read),
 and a tolerance class or ``expected_error`` the registry does not give the case. The manifest's
 own sha256 is compared with the one the package ships (``posenc_ref/_manifest_digest.py``,
 written by ``golden generate``), so any edit, even a consistent rewrite, makes the corpus

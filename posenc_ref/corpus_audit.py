@@ -263,7 +263,7 @@ def reference_errors_table(rows: list[ReferenceRow]) -> str:
 
 
 def page_table(page: str) -> str:
-    """The generated block of ``page`` (between :data:`TABLE_BEGIN` and :data:`TABLE_END`)."""
+    """The generated block of ``page`` (between ``TABLE_BEGIN`` and ``TABLE_END``)."""
     start, end = page.index(TABLE_BEGIN) + len(TABLE_BEGIN), page.index(TABLE_END)
     return page[start:end].strip("\n")
 

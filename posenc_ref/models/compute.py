@@ -41,7 +41,7 @@ def layer_of(func: str, config: Mapping[str, Any], layer: Any, schemes: tuple[st
 
 def inv_freq(params: Mapping[str, Any], context_length: int | None, func: str
              ) -> tuple[NDArray[np.float64], float]:
-    """The layer's inverse frequencies (P,) and attention factor, from :func:`rope_inv_freq`."""
+    """The layer's inverse frequencies (P,) and attention factor, from :func:`posenc_ref.rope_scaling.rope_inv_freq`."""
     freq = {k: v for k, v in params.items() if k in FREQUENCY_KEYS}
     if freq["rope_type"] in ("dynamic", "longrope"):
         if context_length is None:

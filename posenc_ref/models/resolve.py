@@ -102,7 +102,7 @@ def resolve(config: Any, *, interpretation: str = "transformers-5", context_leng
     config
         The config as transformers writes it (4.x ``rope_scaling`` or 5.x ``rope_parameters``).
     interpretation
-        A key of :data:`INTERPRETATIONS`.
+        A key of ``INTERPRETATIONS``.
     context_length
         ``L`` for dynamic NTK and LongRoPE layers (stored in their params); None leaves it open.
 

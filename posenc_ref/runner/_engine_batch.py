@@ -32,7 +32,7 @@ def reconcile_timeout(adapter: Any, timeout: float | None) -> float | None:
     An adapter that runs cases in a child process (``subprocess:``, ``--isolate``) has its own
     per-case limit in ``child_timeout``: it kills and restarts the child past it, which is the
     clean way out of a stuck case. The runner lowers that limit to its own ``timeout`` and
-    watches at the adapter's limit plus :data:`GRACE`, so the child's limit always acts first.
+    watches at the adapter's limit plus ``GRACE``, so the child's limit always acts first.
     """
     own = getattr(adapter, "child_timeout", None)
     if not isinstance(own, (int, float)) or isinstance(own, bool):

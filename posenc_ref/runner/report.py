@@ -194,7 +194,7 @@ def _result_json(r: Result, full: bool = True) -> dict[str, Any]:
 
 def to_json(runs: Sequence[Run], *, full: bool = True) -> dict[str, Any]:
     """The JSON report (validates against ``conformance/report.schema.json``); every string
-    sanitised (:func:`safe_text`). ``full=False`` is the compact form (:func:`_result_json`)."""
+    sanitised (:func:`safe_text`). ``full=False`` is the compact form (``_result_json``)."""
     report: dict[str, Any] = _sanitised({
         "format": REPORT_FORMAT,
         "passed": all(run.passed for run in runs),

@@ -20,7 +20,7 @@ Each case has its own time limit (``timeout``, from ``POSENC_SUBPROCESS_TIMEOUT`
 exits, writes something that is not a protocol message, or runs past the limit is killed; that
 case is an ``error`` and the next case starts a fresh process (with a fresh handshake).
 
-Limits: one message is one line of at most :data:`MAX_LINE_BYTES` bytes; an output file may
+Limits: one message is one line of at most ``MAX_LINE_BYTES`` bytes; an output file may
 hold at most :data:`MAX_OUTPUT_BYTES` bytes of data. A breach is an ``error`` for that case,
 naming the limit. Bytes that are not UTF-8 are shown escaped (``\\xff``). An answer carries
 the ``seq`` of its request: a stale answer (an earlier ``seq``, a child answering twice) is
