@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import mpmath
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref import sinusoidal
 from posenc_ref.models import compute, resolve
 from posenc_ref.models.resolve import LayerPositions
+from posenc_ref.scales import _exact as exact
+from posenc_ref.scales import sinusoidal as scales_sinusoidal
 from posenc_ref.scales.alibi import _head_factor
 
 
@@ -27,11 +29,21 @@ def _angles(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> tu
     return angle, factor, lp
 
 
+def _exact_frequencies(lp: LayerPositions, context_length: int | None) -> tuple[NDArray[np.float64], float]:
+    """The layer's frequencies and attention factor from the oracle, each rounded once (no CPU-dependent bits)."""
+    from posenc_ref.oracle import models as oracle_models
+    from posenc_ref.oracle._common import DPS, to_float64
+
+    with mpmath.workdps(DPS):
+        freqs, a = oracle_models.frequencies(lp.params, context_length)
+        return np.array([to_float64(f) for f in freqs], dtype=np.float64), to_float64(a)
+
+
 def _angles_rounds(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> tuple[
         NDArray[np.float64], float, LayerPositions, float]:
     """|p w| per (T, P), the attention factor, the layer and the roundings behind each phase."""
     lp = _layer(params)
-    w, factor = compute.inv_freq(lp.params, params.get("context_length"), "phase")
+    w, factor = _exact_frequencies(lp, params.get("context_length"))
     pos = np.asarray(inputs["positions"], dtype=np.float64)
     # Note: a scaled variant's frequency carries a few roundings of its own (YaRN's ramp from logarithms,
     # Llama 3's blend, LongRoPE's division), each multiplied by the position: 8 roundings of the phase
@@ -81,7 +93,7 @@ def _rotated_scale(name: str) -> Any:
         angle, factor, lp = _angles(params, inputs)
         x = np.abs(np.asarray(inputs[name], dtype=np.float64))
         u_ch, v_ch = _channels(lp)
-        c, s = factor * np.abs(np.cos(angle))[:, None, :], factor * np.abs(np.sin(angle))[:, None, :]
+        c, s = factor * np.abs(exact.cos(angle))[:, None, :], factor * np.abs(exact.sin(angle))[:, None, :]
         u, v = x[..., u_ch], x[..., v_ch]
         out = x.copy()  # pass-through channels: |x|
         write_u, write_v = (u_ch, v_ch) if lp.params["layout"] != "interleaved_to_half" else _half(lp)
@@ -135,5 +147,5 @@ def _alibi_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) 
 
 def _sinusoid_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
     p = _layer(params).params
-    return sinusoidal.sinusoidal_angles(inputs["positions"], dim=p["dim"], base=p["base"], ladder=p["ladder"],
-                                        layout=p["layout"], position_offset=p["position_offset"])
+    return scales_sinusoidal._angles(inputs["positions"], dim=p["dim"], base=p["base"], ladder=p["ladder"],
+                                     layout=p["layout"], position_offset=p["position_offset"])  # CPU-independent
