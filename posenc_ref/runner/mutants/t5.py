@@ -19,14 +19,20 @@ from posenc_ref.runner.mutants._common import Mutant, swap, with_params
 BucketFn = Callable[[NDArray[np.int64], Mapping[str, Any]], NDArray[np.int64]]
 
 
-def _t5_clipped_distance(rel: NDArray[np.int64], params: Mapping[str, Any]) -> NDArray[np.int64]:
-    """Distance clipped to max_distance first, no cap on the bucket (x-transformers#10 class)."""
+def _sides(rel: NDArray[np.int64], params: Mapping[str, Any], *, halve: bool = True) -> tuple[
+        int, int, NDArray[np.int64], NDArray[np.int64], int]:
+    """T5's split of a relative distance: ``(side, max_distance, offset, n, exact)`` per the direction."""
     buckets, distance = int(params["num_buckets"]), int(params["max_distance"])
     bidirectional = params["direction"] == "bidirectional"
-    side = buckets // 2 if bidirectional else buckets
+    side = buckets // 2 if bidirectional and halve else buckets
     offset = np.where(rel > 0, side, 0) if bidirectional else np.zeros_like(rel)
     n = np.abs(rel) if bidirectional else np.maximum(-rel, 0)
-    exact = side // 2
+    return side, distance, offset, n, side // 2
+
+
+def _t5_clipped_distance(rel: NDArray[np.int64], params: Mapping[str, Any]) -> NDArray[np.int64]:
+    """Distance clipped to max_distance first, no cap on the bucket (x-transformers#10 class)."""
+    side, distance, offset, n, exact = _sides(rel, params)
     clipped = np.minimum(np.maximum(n, exact), distance)
     large = exact + np.floor(np.log(clipped / exact) / math.log(distance / exact) * (side - exact)).astype(np.int64)
     result: NDArray[np.int64] = offset + np.where(n < exact, n, large)
@@ -35,11 +41,7 @@ def _t5_clipped_distance(rel: NDArray[np.int64], params: Mapping[str, Any]) -> N
 
 def _t5_no_halving(rel: NDArray[np.int64], params: Mapping[str, Any]) -> NDArray[np.int64]:
     """Bidirectional without ``num_buckets //= 2``: offset N and N buckets per side."""
-    buckets, distance = int(params["num_buckets"]), int(params["max_distance"])
-    bidirectional = params["direction"] == "bidirectional"
-    offset = np.where(rel > 0, buckets, 0) if bidirectional else np.zeros_like(rel)
-    n = np.abs(rel) if bidirectional else np.maximum(-rel, 0)
-    exact = buckets // 2
+    buckets, distance, offset, n, exact = _sides(rel, params, halve=False)
     scaled = np.log(np.maximum(n, exact) / exact) / math.log(distance / exact) * (buckets - exact)
     large = np.minimum(exact + np.floor(scaled).astype(np.int64), buckets - 1)
     result: NDArray[np.int64] = offset + np.where(n < exact, n, large)
@@ -48,12 +50,7 @@ def _t5_no_halving(rel: NDArray[np.int64], params: Mapping[str, Any]) -> NDArray
 
 def _t5_rounded_log(rel: NDArray[np.int64], params: Mapping[str, Any]) -> NDArray[np.int64]:
     """The log buckets rounded to nearest instead of floored (one bucket late at some distances)."""
-    buckets, distance = int(params["num_buckets"]), int(params["max_distance"])
-    bidirectional = params["direction"] == "bidirectional"
-    side = buckets // 2 if bidirectional else buckets
-    offset = np.where(rel > 0, side, 0) if bidirectional else np.zeros_like(rel)
-    n = np.abs(rel) if bidirectional else np.maximum(-rel, 0)
-    exact = side // 2
+    side, distance, offset, n, exact = _sides(rel, params)
     scaled = np.log(np.maximum(n, exact) / exact) / math.log(distance / exact) * (side - exact)
     large = np.minimum(exact + np.round(scaled).astype(np.int64), side - 1)
     result: NDArray[np.int64] = offset + np.where(n < exact, n, large)
