@@ -54,12 +54,12 @@ def _new(entry):
     return entry["op"] in NEW_OPS
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
 def _op_level(entry):
     """Every op but the model cases (model.*), which engines run from the config (run_model)."""
     return not entry["op"].startswith("model.")
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
 def test_graphs_pass_every_case(dtype):
     """Without an expectations file: at float16 too, every case passes or is not_applicable."""
     adapter = load_adapter(f"{FILE}:ADAPTER")
