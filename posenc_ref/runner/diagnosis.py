@@ -28,7 +28,7 @@ answer is one ``unexplained: ...`` line naming the closest candidate and its res
 :func:`group_failures` condenses a run's failures into one line per explanation (the terminal
 summary prints it under each adapter's verdict).
 
-The search is bounded: at most :data:`MAX_HYPOTHESES` recomputations of the case (singles and
+The search is bounded: at most :data:`~posenc_ref.runner.diagnosis_hypotheses.MAX_HYPOTHESES` recomputations of the case (singles and
 pairs together), in a fixed order, so the same failure always gets the same answer; ``benchmarks/bench_diagnosis.py``
 measures the time per failing output (well under 1 s on the corpus).
 """
@@ -37,234 +37,19 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref import rope_scaling
 from posenc_ref.errors import SpecError
-from posenc_ref.opspec import REQUIRED, OpRecord, Output
-from posenc_ref.runner.emulation import EMULATIONS, emulate
+from posenc_ref.opspec import OpRecord, Output
+from posenc_ref.runner.diagnosis_hypotheses import MAX_HYPOTHESES, Outputs, hypotheses, pair_hypotheses
 from posenc_ref.tolerance import Comparison, Dtype, compare, policy
-
-MAX_HYPOTHESES: Final = 256
-"""The most recomputations of one failing case the search makes."""
 
 UNEXPLAINED: Final = "unexplained"
 """How the line that reports no explanation begins."""
-
-Outputs = dict[str, NDArray[Any]]
-Hypothesis = tuple[str, Callable[[], Outputs], Mapping[str, Any], Mapping[str, Any], "Dtype | None"]
-"""``(label, compute, params, inputs for the phase, judged at dtype or None for the adapter's)``."""
-
-_YARN_BUNDLE = ("truncation always, the DeepSeek mscale rule, an explicit attention_factor ignored")
-_MISSING: Final = object()
-_LITERAL_BETA = 1e-12  # beta -> 0+: the correction bound goes past d - 1, the limit of a literal 0
-
-
-def _call(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, Any]) -> Callable[[], Outputs]:
-    return lambda: op.call(params, inputs)
-
-
-def _current(op: OpRecord, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The case's parameters with every non-None default filled in (alternatives to try against)."""
-    full = dict(params)
-    for p in op.params:
-        if p.name not in full and p.default is not REQUIRED and p.default is not None:
-            full[p.name] = p.default
-    return full
-
-
-def _discrete(op: OpRecord, params: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    current = _current(op, params)
-    for param in op.params:
-        if param.name not in current:
-            continue
-        values: tuple[Any, ...] = param.choices + param.suspects
-        if param.kind == "bool":
-            values += (not current[param.name],)
-        for value in values:
-            if value == current[param.name]:
-                continue
-            changed = {**params, param.name: value}
-            label = f"matches the reference under {param.name}={value!r}"
-            if param.name == "yarn_convention" and value == "vllm_deepseek":
-                label += f" (a bundle: {_YARN_BUNDLE})"
-            yield label, changed
-
-
-def _pairs(op: OpRecord, params: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Two convention slips at once (a layout and a ladder, an alignment and a policy), each pair once."""
-    convention = {p.name for p in op.params if p.is_convention}
-    singles = [(label, changed) for label, changed in _discrete(op, params)
-               if next(k for k in changed if changed[k] != params.get(k, _MISSING)) in convention]
-    for i, (first, a) in enumerate(singles):
-        name_a = next(k for k in a if a[k] != params.get(k, _MISSING))
-        for second, b in singles[i + 1:]:
-            name_b = next(k for k in b if b[k] != params.get(k, _MISSING))
-            if name_a != name_b:
-                text = second.removeprefix("matches the reference under ")
-                yield f"{first} and {text}", {**a, name_b: b[name_b]}
-
-
-def _rope_scaling_choices(op: OpRecord, params: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The independent choices inside YaRN, LongRoPE and dynamic NTK (``rope_type`` ops)."""
-    kind = params.get("rope_type", "longrope" if op.name == "rope.longrope_inv_freq" else None)
-    if kind == "yarn":
-        if params.get("truncate") is False:
-            yield ("matches the reference under truncate=True (YaRN truncate=False ignored: the ramp bounds "
-                   "floored/ceiled)"), {**params, "truncate": True}
-        if params.get("attention_factor") is not None:
-            yield ("explicit attention_factor ignored: matches the reference with attention_factor=None "
-                   "(the mscale rule instead)"), {**params, "attention_factor": None}
-        literal = {name: _LITERAL_BETA for name in ("beta_fast", "beta_slow") if params.get(name) == 0}
-        if literal:
-            names = " and ".join(f"{name}=0" for name in literal)
-            yield f"matches {names} read literally (not as the default 32 / 1)", {**params, **literal}
-        if params.get("yarn_convention", "transformers") != "vllm_deepseek" and params.get("factor"):
-            s, m, m_all = float(params["factor"]), params.get("mscale"), params.get("mscale_all_dim")
-            rule = rope_scaling.yarn_mscale(s, 1.0 if m is None else m) / rope_scaling.yarn_mscale(
-                s, 0.0 if m_all is None else m_all)
-            yield ("matches the vLLM DeepSeek mscale rule g(s, mscale) / g(s, mscale_all_dim or 0) "
-                   f"= {rule:.6g}"), {**params, "attention_factor": rule}
-    if kind == "longrope" and "context_length" in params and "original_max_position" in params:
-        trained = int(params["original_max_position"])
-        if int(params["context_length"]) <= trained:
-            yield ("LongRoPE always the long factors: matches the reference with the long_factor set at "
-                   f"context_length <= {trained}"), {**params, "context_length": trained + 1}
-        else:
-            yield ("LongRoPE always the short factors: matches the reference with the short_factor set at "
-                   f"context_length > {trained}"), {**params, "context_length": trained}
-    if kind == "dynamic" and params.get("context_length") and params.get("original_max_position"):
-        trained = int(params["original_max_position"])
-        if int(params["context_length"]) != trained:
-            yield (f"dynamic NTK at the trained length: matches the reference with context_length={trained}"
-                   ), {**params, "context_length": trained}
-
-
-def _fitted(op: OpRecord, params: Mapping[str, Any], failing: Mapping[str, NDArray[Any]]) -> Iterator[
-        tuple[str, dict[str, Any]]]:
-    """Continuous parameters of ``rope.inv_freq`` fitted to the actual frequencies."""
-    if op.name != "rope.inv_freq" or "dim" not in params:
-        return
-    dim, base = int(params["dim"]), float(params.get("base", 10000.0))
-    if "inv_freq" in failing:
-        actual = np.asarray(failing["inv_freq"], dtype=np.float64)
-        try:
-            plain = rope_scaling.rope_inv_freq(dim=dim, base=base)[0]
-        except SpecError:
-            return
-        usable = np.isfinite(actual) & (actual > 0)
-        if usable.sum() >= 2 and actual.shape == plain.shape:
-            factor = float(np.median(plain[usable] / actual[usable]))
-            if factor >= 1.0:
-                yield (f"matches rope_type='linear' with factor {factor:.4g} (fitted)",
-                       {"dim": dim, "base": base, "rope_type": "linear", "factor": factor})
-            exponent = 2.0 * np.arange(dim // 2)[usable] / dim
-            if exponent.any():
-                fitted = float(math.exp(-np.sum(np.log(actual[usable]) * exponent) / np.sum(exponent**2)))
-                yield f"matches rope_type='default' with base {fitted:.6g} (fitted)", {"dim": dim, "base": fitted}
-    if "attention_factor" in failing and params.get("rope_type") in ("yarn", "longrope"):
-        value = float(np.asarray(failing["attention_factor"]).ravel()[0])
-        if math.isfinite(value) and value > 0:
-            yield (f"matches the reference with attention_factor {value:.6g} (fitted)",
-                   {**params, "attention_factor": value})
-
-
-def _shift_below_zero(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
-                      name: str) -> Callable[[], Outputs] | None:
-    """The op at ``inputs[name] - 1`` where that passes below 0, by the formula (None: not derivable)."""
-    pos = np.asarray(inputs[name])
-    if op.name == "rope.cos_sin":
-        def cos_sin() -> Outputs:
-            at = op.call({**params, "attention_factor": 1.0}, inputs)
-            one = op.call({**params, "attention_factor": 1.0}, {**inputs, name: np.ones_like(pos)})
-            factor = float(params.get("attention_factor", 1.0))
-            c, s, c1, s1 = at["cos"], at["sin"], one["cos"], one["sin"]
-            return {"cos": factor * (c * c1 + s * s1), "sin": factor * (s * c1 - c * s1)}
-        return cos_sin
-    if op.name == "rope.apply":
-        def apply() -> Outputs:
-            x = np.asarray(inputs["x"], dtype=np.float64)
-            d = x.shape[-1]
-            bhtd = params.get("x_layout", "BHTD") == "BHTD"
-            basis = np.eye(d).reshape((1, d, 1, d) if bhtd else (1, 1, d, d))
-            plain = {**params, "attention_factor": 1.0}
-
-            def rows(p: int) -> NDArray[np.float64]:  # row j: A(p) e_j, A(p) = P R(p) (P a layout permutation)
-                at = op.call(plain, {"x": basis, name: np.full(1, p, dtype=np.int64)})["y"]
-                return np.asarray(at, dtype=np.float64).reshape(d, d)
-            # R(-1) = A(1)^-1 A(0); as rows, x R(-1)^T = x rows(0) rows(1)^-1
-            back = np.linalg.solve(rows(1).T, (x @ rows(0)).reshape(-1, d).T).T.reshape(x.shape)
-            return op.call(params, {**inputs, "x": back})
-        return apply
-    return None
-
-
-def _positions(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Iterator[Hypothesis]:
-    groups = [op.position_inputs] + ([(name,) for name in op.position_inputs] if len(op.position_inputs) > 1 else [])
-    for group in groups if op.position_inputs else ():
-        for delta in (1, -1):
-            shifted = {**inputs, **{name: np.asarray(inputs[name]) + delta for name in group}}
-            which = "" if group == ("positions",) else " and ".join(group) + ", "
-            sign = "+" if delta > 0 else "-"
-            text = f"matches the reference with positions {sign} 1 ({which}off by one)"
-            below = delta < 0 and any(np.asarray(inputs[name]).size and np.min(inputs[name]) == 0 for name in group)
-            formula = _shift_below_zero(op, params, inputs, group[0]) if below and len(group) == 1 else None
-            if formula is not None:
-                yield text + ", position 0 evaluated as -1 by the formula", formula, params, inputs, None
-            else:
-                yield text, _call(op, params, shifted), params, shifted, None
-
-
-def _precision(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
-               dtype: Dtype) -> Iterator[Hypothesis]:
-    what = op.low_precision_intermediates
-    if not what:
-        return
-    if dtype == "float64":
-        yield (f"consistent with float32 {what}: within the float32 tolerance of the reference "
-               "(the adapter declares float64)"), _call(op, params, inputs), params, inputs, "float32"
-    if op.name in EMULATIONS:
-        angle_dtypes: tuple[Dtype, ...] = ("float32", "float16") if dtype == "float64" else ("float16",)
-        for angles in angle_dtypes:
-            note = " (the adapter declares float64)" if angles == "float32" else ""
-            label = f"matches the reference computed with {angles} {what}{note}"
-            yield label, _emulated(op.name, params, inputs, angles), params, inputs, None
-
-
-def _emulated(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
-              angles: Dtype) -> Callable[[], Outputs]:
-    return lambda: emulate(op, params, inputs, output_dtype="float32", angle_dtype=angles)
-
-
-def hypotheses(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
-               failing: Mapping[str, NDArray[Any]], dtype: Dtype) -> list[Hypothesis]:
-    """Every hypothesis the search tries for this failure, simplest first (at most MAX_HYPOTHESES)."""
-    found: list[Hypothesis] = []
-    tried: list[Mapping[str, Any]] = []
-    for label, changed in (*_rope_scaling_choices(op, params), *_discrete(op, params)):
-        if changed not in tried:  # a named choice first; the plain flip it covers is not tried again
-            tried.append(changed)
-            found.append((label, _call(op, changed, inputs), changed, inputs, None))
-    found += list(_positions(op, params, inputs))
-    found += list(_precision(op, params, inputs, dtype))
-    for label, changed in _fitted(op, params, failing):
-        found.append((label, _call(op, changed, inputs), changed, inputs, None))
-    return found[:MAX_HYPOTHESES]
-
-
-def pair_hypotheses(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
-                    budget: int) -> list[Hypothesis]:
-    """Pairs of convention slips, tried only when no single hypothesis explains a failure (at most ``budget``)."""
-    found: list[Hypothesis] = []
-    for label, changed in _pairs(op, params):
-        if len(found) >= budget:
-            break
-        found.append((label, _call(op, changed, inputs), changed, inputs, None))
-    return found
 
 
 def _integer_lines(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
