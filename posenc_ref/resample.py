@@ -69,23 +69,20 @@ resamples to itself (tests check both).
 
 from __future__ import annotations
 
-import math
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float, check_float_array, check_int,
-                               check_size)
+from posenc_ref._resample_checks import ANTIALIAS as ANTIALIAS, COORDINATES as COORDINATES  # re-exported
+from posenc_ref._resample_checks import KERNELS as KERNELS, SIZE_FROM as SIZE_FROM  # re-exported
+from posenc_ref._resample_checks import _split, _validate
+from posenc_ref.errors import SpecError, check_finite_result, check_float, check_float_array, check_int, check_size
 
 Kernel = Literal["bicubic", "bilinear"]
 Antialias = Literal["off", "on"]
 Coordinates = Literal["half_pixel", "align_corners"]
 SizeFrom = Literal["size", "scale_factor"]
-KERNELS: Final = ("bicubic", "bilinear")
-ANTIALIAS: Final = ("off", "on")
-COORDINATES: Final = ("half_pixel", "align_corners")
-SIZE_FROM: Final = ("size", "scale_factor")
 
 
 def cubic_kernel(x: Any, *, a: float = -0.75) -> NDArray[np.float64]:
@@ -111,39 +108,6 @@ def _kernel(x: NDArray[np.float64], kernel: str, a: float) -> NDArray[np.float64
     if kernel == "bicubic":
         return cubic_kernel(x, a=a)
     return np.maximum(0.0, 1.0 - np.abs(x))
-
-
-def _validate(func: str, in_size: Any, new_size: Any, kernel: Any, cubic_a: Any, antialias: Any, coordinates: Any,
-              size_from: Any, scale_offset: Any, name: str = "new_size") -> tuple[int, int, float]:
-    """Validate one axis; return ``(n, m, scale)``."""
-    n = check_int(func, "in_size", in_size, minimum=1)
-    new = check_int(func, name, new_size)
-    if new < 1:
-        raise SpecError(f"{func}: {name} must be >= 1 (resampling to an empty table), got {name}={new}")
-    check_choice(func, "kernel", kernel, KERNELS)
-    check_float(func, "cubic_a", cubic_a)
-    check_choice(func, "antialias", antialias, ANTIALIAS)
-    check_choice(func, "coordinates", coordinates, COORDINATES)
-    check_choice(func, "size_from", size_from, SIZE_FROM)
-    offset = check_float(func, "scale_offset", scale_offset, nonnegative=True)
-    if antialias == "on" and coordinates == "align_corners":
-        raise SpecError(f"{func}: antialias='on' is defined here for coordinates='half_pixel' only, "
-                        "got coordinates='align_corners'")
-    if size_from == "size":
-        if offset:
-            raise SpecError(f"{func}: scale_offset applies under size_from='scale_factor' only, "
-                            f"got scale_offset={offset!r} with size_from='size'")
-        m, scale = new, n / new
-    else:
-        factor = (new + offset) / n
-        m = math.floor(float(n) * factor)  # Note: float64 floor, as F.interpolate: 13 * (15/13) -> 14
-        if m < 1:
-            raise SpecError(f"{func}: scale factor {factor!r} gives an output size < 1 for in_size={n}")
-        scale = 1.0 / factor
-    if coordinates == "align_corners":
-        scale = (n - 1) / (m - 1) if m > 1 else 0.0
-    check_size(func, "the weight matrix", (m, n))
-    return n, m, scale
 
 
 def output_size_and_scale(
@@ -256,19 +220,6 @@ def tap_counts(
     func = "tap_counts"
     n, m, scale = _validate(func, in_size, new_size, kernel, cubic_a, antialias, coordinates, size_from, scale_offset)
     return _axis(n, m, scale, kernel, float(cubic_a), antialias, coordinates)[1]
-
-
-def _split(func: str, table: Any, num_prefix_tokens: Any, grid: int, described: str) -> tuple[
-        NDArray[np.float64], NDArray[np.float64]]:
-    weights = check_float_array(func, "table", table, ndim=2)
-    prefix = check_int(func, "num_prefix_tokens", num_prefix_tokens, minimum=0)
-    if weights.shape[0] != prefix + grid:
-        raise SpecError(
-            f"{func}: table has {weights.shape[0]} rows, expected num_prefix_tokens + {described} = "
-            f"{prefix} + {grid} = {prefix + grid}",
-            category="invalid_shape",
-        )
-    return weights[:prefix], weights[prefix:]
 
 
 def resample_table_1d(
