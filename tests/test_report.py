@@ -10,7 +10,8 @@ import pytest
 from posenc_ref.runner.adapters import load_adapter
 from posenc_ref.runner.engine import run_conformance
 from posenc_ref.runner.expectations import load_expectations
-from posenc_ref.runner.report import matrix, terminal, to_json, to_junit
+from posenc_ref.runner.diagnosis import group_failures
+from posenc_ref.runner.report import markdown_report, matrix, terminal, to_json, to_junit
 
 jsonschema = pytest.importorskip("jsonschema")
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "conformance" / "report.schema.json").read_text())
@@ -70,3 +71,31 @@ def test_report_metadata(runs):
     assert {"posenc_ref", "numpy", "python", "platform"} <= set(meta["environment"])
     assert meta["adapter"] == {"spec": "numpy", "name": "numpy", "version": "reference", "dtype": "float64"}
     assert not math.isnan(meta["seconds"])
+
+
+def test_failures_grouped_by_explanation_in_json_and_markdown(runs):
+    """The JSON report and the Markdown report carry the same groups as the terminal summary."""
+    mutant = runs[2]
+    failing = [r for r in mutant.results if r.status in ("fail", "error")]
+    lines = group_failures(mutant.results)
+    assert failing and lines
+    groups = to_json(runs)["runs"][2]["failure_groups"]
+    assert sum(g["count"] for g in groups) == len(failing)  # each failing output once
+    assert all(g["total"] == len(failing) for g in groups)
+    assert [g["count"] for g in groups] == sorted((g["count"] for g in groups), reverse=True)
+    assert groups[0]["explanation"].startswith("matches the reference under layout=")
+    assert {c for g in groups for c in g["case_ids"]} == {r.case_id for r in failing}
+    assert to_json(runs)["runs"][0]["failure_groups"] == []  # the reference fails nothing
+    md = markdown_report(runs).splitlines()
+    assert md[:len(matrix(runs).splitlines())] == matrix(runs).splitlines()
+    assert "**numpy (float64)**: PASSED: " + ", ".join(
+        f"{n} {s}" for s, n in runs[0].counts().items() if n) in md
+    at = md.index("**mutant:sinusoid-layout-swapped (float64)**: FAILED: " + ", ".join(
+        f"{n} {s}" for s, n in mutant.counts().items() if n))
+    listed = [line[2:] for line in md[at + 1:] if line.startswith("- ")][:len(lines)]
+    assert [line.replace("\\", "") for line in listed] == lines  # the same lines, Markdown-escaped
+
+
+def test_the_markdown_report_escapes_markup():
+    from posenc_ref.runner.report import _md
+    assert _md("a_b *c* [d] `e` |f|") == "a\\_b \\*c\\* \\[d\\] \\`e\\` \\|f\\|"

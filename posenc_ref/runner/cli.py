@@ -15,7 +15,7 @@ from posenc_ref.runner.adapters import BUILTIN, AdapterLoadError, check_adapter,
 from posenc_ref.runner.engine import Run, run_conformance
 from posenc_ref.runner.expectations import ExpectationsError, load_expectations
 from posenc_ref.runner.offline import OfflineError, verify_results
-from posenc_ref.runner.report import check_report_paths, matrix, safe_text, terminal, to_junit, write_json
+from posenc_ref.runner.report import check_report_paths, markdown_report, safe_text, terminal, to_junit, write_json
 from posenc_ref.tolerance import DTYPES
 
 EPILOG = """\
@@ -56,7 +56,7 @@ def add_conformance_parser(sub: Any) -> None:
     p.add_argument("--report-json", metavar="FILE", help="write the JSON report here (compact: passing results brief)")
     p.add_argument("--report-full", action="store_true", help="write every result of the JSON report in full")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
-    p.add_argument("--markdown", metavar="FILE", help="write the family x dtype matrix as Markdown here")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown report here: the family x dtype matrix, each adapter's verdict and its failures grouped by explanation")
     p.add_argument("--corpus", metavar="PATH", help="corpus directory (default: the bundled corpus)")
     p.add_argument("--allow-modified", action="store_true",
                    help="run even if the corpus fails verification (stamped into the report)")
@@ -185,5 +185,5 @@ def main(args: argparse.Namespace) -> int:
     if args.junit:
         Path(args.junit).write_text(to_junit(runs), encoding="utf-8")
     if args.markdown:
-        Path(args.markdown).write_text(safe_text(matrix(runs)) + "\n", encoding="utf-8")
+        Path(args.markdown).write_text(safe_text(markdown_report(runs)) + "\n", encoding="utf-8")
     return max(run.exit_code for run in runs)

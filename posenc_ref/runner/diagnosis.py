@@ -186,15 +186,18 @@ def nonfinite_output(value: Any, expected: NDArray[Any]) -> NDArray[np.float64] 
 _RESIDUAL: Final = re.compile(r" \(residual ([^)]*)\)$")
 
 
-def group_failures(results: Iterable[Any]) -> list[str]:
+def failure_groups(results: Iterable[Any]) -> list[dict[str, Any]]:
     """The diagnosed failures of one run grouped by explanation, largest group first.
 
     ``results`` are the engine's results; each failing (``fail``/``error``) output with a
     diagnosis counts once, under the first line of its diagnosis (the simplest explanation);
-    the unexplained ones are grouped by their closest candidate, with the largest residual.
-    Lines read "38 of 41 failing outputs: <explanation>".
+    the unexplained ones are grouped by their closest candidate. Each group is a dict:
+    ``explanation``, ``count``, ``total`` (the diagnosed failing outputs of the run),
+    ``unexplained`` (bool), ``largest_residual`` (the unexplained group's largest residual,
+    else None) and ``case_ids`` (sorted, each once). The JSON report writes these groups
+    (``failure_groups``); :func:`group_failures` writes them as lines.
     """
-    groups: dict[str, list[float]] = {}
+    groups: dict[str, list[tuple[str, float]]] = {}
     for r in results:
         if r.status not in ("fail", "error") or not r.diagnosis:
             continue
@@ -202,10 +205,22 @@ def group_failures(results: Iterable[Any]) -> list[str]:
         found = _RESIDUAL.search(key) if key.startswith(UNEXPLAINED) else None
         if found is not None:
             key = key[:found.start()]
-        groups.setdefault(key, []).append(float(found.group(1)) if found is not None else 0.0)
+        residual = float(found.group(1)) if found is not None else 0.0
+        groups.setdefault(key, []).append((r.case_id, residual))
     total = sum(len(v) for v in groups.values())
+    return [{"explanation": key, "count": len(members), "total": total,
+             "unexplained": key.startswith(UNEXPLAINED),
+             "largest_residual": (max(res for _, res in members) if key.startswith(UNEXPLAINED) else None),
+             "case_ids": sorted({case_id for case_id, _ in members})}
+            for key, members in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))]
+
+
+def group_failures(results: Iterable[Any]) -> list[str]:
+    """:func:`failure_groups` as lines: "38 of 41 failing outputs: <explanation>", an unexplained
+    group with its largest residual."""
     lines = []
-    for key, residuals in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])):
-        worst = f" (largest residual {max(residuals):.3g})" if key.startswith(UNEXPLAINED) and max(residuals) else ""
-        lines.append(f"{len(residuals)} of {total} failing outputs: {key}{worst}")
+    for group in failure_groups(results):
+        residual = group["largest_residual"]
+        worst = f" (largest residual {residual:.3g})" if residual else ""
+        lines.append(f"{group['count']} of {group['total']} failing outputs: {group['explanation']}{worst}")
     return lines

@@ -1,5 +1,6 @@
 """Conformance reports: terminal summary, JSON (schema in ``conformance/report.schema.json``),
-JUnit XML and a Markdown matrix."""
+JUnit XML and Markdown (the matrix, each adapter's verdict and its failures grouped by
+explanation)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from posenc_ref.runner.diagnosis import group_failures
+from posenc_ref.runner.diagnosis import failure_groups, group_failures
 from posenc_ref.runner.engine import FAILING, STATUSES, Result, Run
 
 REPORT_FORMAT: Final = "posenc-ref-conformance-report/1"
@@ -146,6 +147,25 @@ def _cell(results: list[Result]) -> str:
     return f"{good} ok / {bad} bad / {na} n/a"
 
 
+def markdown_report(runs: Sequence[Run]) -> str:
+    """The Markdown report: the family x (adapter, dtype) matrix, then each adapter's verdict and
+    its failures grouped by explanation (:func:`~posenc_ref.runner.diagnosis.failure_groups`)."""
+    out = [matrix(runs)]
+    for run in runs:
+        verdict = "PASSED" if run.passed else "FAILED"
+        counts = ", ".join(f"{n} {s}" for s, n in run.counts().items() if n)
+        out += ["", f"**{_md(run.adapter['name'])} ({run.adapter['dtype']})**: {verdict}: {counts}"]
+        groups = group_failures(run.results)
+        if groups:
+            out += ["", "Failures by explanation:", ""] + [f"- {_md(line)}" for line in groups]
+    return "\n".join(out)
+
+
+def _md(text: str) -> str:
+    """Text for a Markdown line: the characters Markdown would read as markup escaped."""
+    return re.sub(r"([\\`*_\[\]<>|#])", r"\\\1", text)
+
+
 def matrix(runs: Sequence[Run], *, markdown: bool = True) -> str:
     """Family x (adapter, dtype): ok / bad / not-applicable counts."""
     families = sorted({r.family for run in runs for r in run.results})
@@ -203,6 +223,8 @@ def to_json(runs: Sequence[Run], *, full: bool = True) -> dict[str, Any]:
             "adapter": run.adapter, "corpus": run.corpus, "started": run.started, "seconds": run.seconds,
             "command": run.command, "environment": run.environment, "passed": run.passed,
             "executed": run.executed, "counts": run.counts(), "expectation_errors": run.expectation_errors,
+            "failure_groups": [{**group, "largest_residual": _num(group["largest_residual"])}
+                               for group in failure_groups(run.results)],
             "results": [_result_json(r, full) for r in run.results],
         } for run in runs],
     })
