@@ -23,9 +23,14 @@ def test_the_catalogue_is_named_at_90_percent_and_fast():
     assert mutants >= 0.9, [(s.name, s.named, s.failing) for s in scores if s.share < 0.9]
     assert outputs >= 0.9
     assert slowest < 1.0
+    assert all(len(s.seconds) > 0 for s in scores if s.failing)  # each failing case's diagnosis was timed
 
 
-@pytest.mark.parametrize("name", DONE_WHEN)
+# attention fits (issue 18 item 1): scale, window edge, GQA head mapping
+ATTENTION_FITS = ("missing-inverse-sqrt-d", "gqa-modulo", "window-edge-off-by-one")
+
+
+@pytest.mark.parametrize("name", DONE_WHEN + ATTENTION_FITS)
 def test_each_done_when_failure_is_named(name):
     s = score(name)
     assert s.failing and s.named == s.failing, s.missed
@@ -167,3 +172,22 @@ def test_two_convention_slips_at_once_are_named_as_a_pair():
     # a single slip is reported alone: pairs are tried only when no single one explains it
     one = op.call({**params, "layout": "concat_sin_cos"}, inputs)
     assert not any(" and " in line for line in diagnosis.diagnose(op, params, inputs, {name: one[name]}, "float64"))
+
+
+def test_a_position_offset_is_found_by_the_search():
+    """Every position shifted by 5 (a cache length counted twice, say) is named with its offset."""
+    op = get_op("rope.cos_sin")
+    case = next(c for c in op.cases if c.kind == "normal" and "positions" in c.make_inputs())
+    params, inputs = op.full_params(case.params), case.make_inputs()
+    actual = op.call(params, {**inputs, "positions": np.asarray(inputs["positions"]) + 5})
+    found = diagnosis.diagnose(op, params, inputs, actual, "float64")
+    assert any(line.startswith("matches the reference with positions + 5 (a position offset") for line in found)
+    assert not any("positions - " in line for line in found)
+
+
+def test_an_offset_below_zero_is_not_tried():
+    op = get_op("rope.cos_sin")
+    case = next(c for c in op.cases if c.kind == "normal" and np.min(c.make_inputs()["positions"]) == 0)
+    labels = [h[0] for h in diagnosis.hypotheses(op, op.full_params(case.params), case.make_inputs(), {}, "float64")]
+    assert any("positions + 8" in label for label in labels)
+    assert not any("positions - 2" in label or "positions - 8" in label for label in labels)

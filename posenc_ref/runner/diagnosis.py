@@ -20,6 +20,10 @@ output within tolerance:
   inverse of the rotation at position 1), not rejected;
 * precision: the reference judged at float32 tolerance for an adapter that declares float64
   (float32 angles in a float64 pipeline), and the runner's float32/float16 emulations;
+* every position input shifted together by a larger offset (+-2 to +-8, none below 0);
+* for ops taking ``q``, ``k``, ``v``: the scale (1 and 1/D for the default 1/sqrt(D)), the
+  window's edge (``window`` +- 1) and the GQA head mapping (query head ``h`` reading kv head
+  ``h % Hkv``), besides the alignment and the fully-masked policy among the discrete choices;
 * NaN outputs (the engine hands them over), which then match ``fully_masked='nan'``.
 
 Integer outputs get a line of their own: the count of differing elements, the offset and

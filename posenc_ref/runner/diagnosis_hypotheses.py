@@ -189,6 +189,54 @@ def _positions(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
                 yield text, _call(op, params, shifted), params, shifted, None
 
 
+OFFSETS: Final = (2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8)
+"""The position offsets the search tries beyond +1/-1, all position inputs shifted together."""
+
+
+def _offsets(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Iterator[Hypothesis]:
+    """Every position input shifted by the same offset (a cache length or a padding offset slip);
+    offsets that would pass below 0 are not tried (the formula is derivable for one step only)."""
+    names = op.position_inputs
+    if not names:
+        return
+    lowest = min((int(np.min(inputs[name])) for name in names if np.asarray(inputs[name]).size), default=0)
+    for delta in OFFSETS:
+        if lowest + delta < 0:
+            continue
+        shifted = {**inputs, **{name: np.asarray(inputs[name]) + delta for name in names}}
+        sign = "+" if delta > 0 else "-"
+        yield (f"matches the reference with positions {sign} {abs(delta)} (a position offset; "
+               f"offsets up to {max(OFFSETS)} are searched)"), _call(op, params, shifted), params, shifted, None
+
+
+def _attention(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Iterator[Hypothesis]:
+    """For ops that take ``q``, ``k``, ``v``: the scale, the window's edge and the GQA head mapping."""
+    if not {"q", "k", "v"} <= set(op.inputs) or any(np.ndim(inputs.get(n)) != 4 for n in ("q", "k", "v")):
+        return
+    names = {p.name for p in op.params}
+    q, k = np.asarray(inputs["q"]), np.asarray(inputs["k"])
+    d = q.shape[-1]
+    if "scale" in names and params.get("scale") is None and d > 1:
+        for value, text in ((1.0, "logits not scaled: matches the reference with scale=1 (1/sqrt(D) left out)"),
+                            (1.0 / d, f"matches the reference with scale=1/D = 1/{d} (1/D for 1/sqrt(D))")):
+            changed = {**params, "scale": value}
+            yield text, _call(op, changed, inputs), changed, inputs, None
+    window = params.get("window")
+    if "window" in names and window is not None:
+        for value in (int(window) + 1, int(window) - 1):
+            if value >= 1:
+                edge = "one more key" if value > int(window) else "one key fewer"
+                changed = {**params, "window": value}
+                yield (f"matches the reference with window={value} (the window edge off by one: {edge} "
+                       "per query)"), _call(op, changed, inputs), changed, inputs, None
+    heads, kv_heads = q.shape[1], k.shape[1]
+    if 1 < kv_heads < heads and heads % kv_heads == 0:
+        order = np.arange(heads) % kv_heads
+        tiled = {**inputs, "k": k[:, order], "v": np.asarray(inputs["v"])[:, order]}
+        yield (f"GQA heads tiled: matches the reference with query head h reading kv head h % {kv_heads} "
+               f"(not h // {heads // kv_heads})"), _call(op, params, tiled), params, tiled, None
+
+
 def _precision(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
                dtype: Dtype) -> Iterator[Hypothesis]:
     what = op.low_precision_intermediates
@@ -220,9 +268,11 @@ def hypotheses(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
             tried.append(changed)
             found.append((label, _call(op, changed, inputs), changed, inputs, None))
     found += list(_positions(op, params, inputs))
+    found += list(_attention(op, params, inputs))
     found += list(_precision(op, params, inputs, dtype))
     for label, changed in _fitted(op, params, failing):
         found.append((label, _call(op, changed, inputs), changed, inputs, None))
+    found += list(_offsets(op, params, inputs))
     return found[:MAX_HYPOTHESES]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.opspec import OpRecord
-from posenc_ref.runner import diagnosis, engine
+from posenc_ref.runner import _engine_case, diagnosis, engine
 from posenc_ref.runner.adapters import load_adapter
 from posenc_ref.runner.mutants import MUTANTS
 from posenc_ref.tolerance import Dtype
@@ -61,12 +61,12 @@ def score(name: str) -> MutantScore:
         finally:
             seconds.append(time.perf_counter() - start)
 
-    setattr(engine, "diagnose", timed)  # the engine's own call, timed (single-threaded); restored below
+    setattr(_engine_case, "diagnose", timed)  # the engine's own call, timed (single-threaded); restored below
     try:
         run = engine.run_conformance(load_adapter(f"mutant:{name}"), spec="mutant",
                                      select=lambda entry: entry["op"] in mutant.ops)
     finally:
-        setattr(engine, "diagnose", original)
+        setattr(_engine_case, "diagnose", original)
     failing = [r for r in run.results
                if (r.status == "fail" and r.comparison is not None) or (r.status == "error" and r.diagnosis)]
     named, missed = 0, []
@@ -75,6 +75,9 @@ def score(name: str) -> MutantScore:
             named += 1
         else:
             missed.append(f"{r.case_id}/{r.output}: {'; '.join(r.diagnosis)}")
+    if failing and not seconds:
+        raise RuntimeError(f"score({name!r}): {len(failing)} failing outputs but no diagnosis was timed "
+                           "(the engine no longer calls posenc_ref.runner._engine_case.diagnose)")
     return MutantScore(name, phrase, len(failing), named, tuple(seconds), tuple(missed))
 
 

@@ -83,6 +83,11 @@ def _gqa_modulo(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray
     return _finish(plain, _softmax(_logits(plain), axis=-1))
 
 
+def _window_plus_one(op: str, params: dict[str, Any]) -> None:
+    if params.get("window") is not None:
+        params["window"] = int(params["window"]) + 1
+
+
 def _unscaled(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
     changed = dict(params)
     if changed.get("scale") is None:
@@ -132,7 +137,12 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("missing-inverse-sqrt-d", "logits not multiplied by 1/sqrt(D)",
            "Vaswani 2017 section 3.2.1 (the scaled in scaled dot-product)", ("attention",), _unscaled),
     Mutant("gqa-modulo", "query head h reads kv head h % Hkv instead of h // (H / Hkv)",
-           "grouped-query head mapping slips in GQA ports (repeat vs tile)", ("attention",), _gqa_modulo),
+           "grouped-query head mapping slips in GQA ports (repeat vs tile)", ("attention",), _gqa_modulo,
+           diagnosis="GQA heads tiled"),
+    Mutant("window-edge-off-by-one", "a sliding window of W keeps W + 1 keys (the query not counted in W)",
+           "flash-attn window_size=(W, W) keeps W + 1 keys on each side where (W - 1, W - 1) keeps W "
+           "(docs/attention.md, the window row of the conventions table)", ("attention",),
+           with_params(_window_plus_one), diagnosis="window edge off by one"),
     Mutant("bias-after-softmax", "the positional bias added to the weights instead of the logits",
            "the lesson card's 'softmax-then-add' mistake", ("attention",), _bias_after_softmax),
     Mutant("relative-term-outside-scale", "the relative logits term added after the 1/sqrt(D) scale, not inside it",
