@@ -100,6 +100,41 @@ def test_phi3_longrope_switch_at_original_max_position():
         compute.inv_freq(lp.params, None, "t")
 
 
+def test_phi3_mini_128k_reads_su_as_longrope_with_its_own_lists():
+    entry = get("phi-3-mini-128k")
+    model = resolve(entry.config)
+    assert {lp.signature() for lp in model.layers} == {model.layers[0].signature()}
+    lp = model.layers[0]
+    assert (lp.scheme, lp.params["rope_type"], lp.params["factor"], lp.params["original_max_position"]) == (
+        "rope", "longrope", 131072 / 4096, 4096)
+    assert "rope type 'su' is read as 'longrope' (transformers' alias)" in model.provenance.notes
+    scaling = entry.config["rope_scaling"]
+    assert scaling["long_factor"] != get("phi-3.5-mini").config["rope_scaling"]["long_factor"]
+    i = np.arange(48)
+    short, _ = compute.inv_freq(lp.params, 4096, "t")
+    long, _ = compute.inv_freq(lp.params, 4097, "t")
+    np.testing.assert_allclose(short, 1 / (np.array(scaling["short_factor"]) * 1e4 ** (i / 48)))
+    np.testing.assert_allclose(long, 1 / (np.array(scaling["long_factor"]) * 1e4 ** (i / 48)))
+    bad = {**entry.config, "rope_scaling": {**scaling, "long_factor": scaling["long_factor"][:47]}}
+    with pytest.raises(SpecError, match="long_factor must be a list of rotary_dim/2 = 48 numbers, got length 47"):
+        resolve(bad)
+
+
+def test_falcon_rw_alibi_layers_and_the_bias_before_the_scale():
+    model = resolve(get("falcon-rw-1b").config)
+    assert model.num_layers == 24 and {lp.scheme for lp in model.layers} == {"alibi"}
+    lp = model.layers[0]
+    assert (lp.num_heads, lp.num_kv_heads, lp.head_dim, lp.logit_scale) == (32, 32, 64, 0.125)
+    assert any("before the head_dim ** -0.5 scale" in note for note in model.provenance.notes)
+    bias = compute.model_alibi([3], [0, 3], config=get("falcon-rw-1b").config, layer=0)
+    np.testing.assert_allclose(bias[:, 0, 0], -3 * 2.0 ** (-8 * np.arange(1, 33) / 32))
+    assert np.all(bias[:, 0, 1] == 0)
+    rope_falcon = resolve({**get("falcon-rw-1b").config, "alibi": False}).layers[0]
+    assert rope_falcon.scheme == "rope"
+    with pytest.raises(SpecError, match="hidden size 2050 is not a multiple of the 32 heads"):
+        resolve({**get("falcon-rw-1b").config, "hidden_size": 2050})
+
+
 def test_deepseek_softmax_multiplier_and_rope_suffix():
     lite = layers("deepseek-v2-lite")[0]
     g = 0.1 * 0.707 * math.log(40) + 1

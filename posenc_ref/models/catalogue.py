@@ -4,8 +4,9 @@ Each entry's ``config`` holds only the keys that decide positions (and those the
 to read them: model type, widths, head and layer counts), spelled and typed exactly as the
 model's ``config.json`` on the Hugging Face hub has them. ``sources`` says where the values come
 from: ``config.json`` (the hub file), ``defaults`` (the transformers config class whose default
-fills a key the file leaves out) and ``checked`` (how the values were confirmed: a second public
-copy of the file, or not). Only numbers are copied, never weights or text.
+fills a key the file leaves out), ``checked`` (how the values were confirmed: a second public
+copy of the file, or not) and, where the values were taken from or checked against named public
+copies, ``copies`` (repository, path and commit). Only numbers are copied, never weights or text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from posenc_ref.models._factors import PHI35_LONG, PHI35_SHORT
+from posenc_ref.models._factors import PHI3_MINI_128K_LONG, PHI3_MINI_128K_SHORT, PHI35_LONG, PHI35_SHORT
 
 _COPY = "a public copy of this config.json (a test fixture or model dump citing the hub file) gives the same values"
 _CANON = "values as published in the hub file; not cross-checked against a second copy"
@@ -30,11 +31,13 @@ class CatalogueEntry:
     sources: Mapping[str, str]
 
 
-def _entry(name: str, family: str, hub: str, config: dict[str, Any], checked: str, defaults: str = ""
-           ) -> CatalogueEntry:
+def _entry(name: str, family: str, hub: str, config: dict[str, Any], checked: str, defaults: str = "",
+           copies: str = "") -> CatalogueEntry:
     sources = {"config.json": f"https://huggingface.co/{hub}/blob/main/config.json", "checked": checked}
     if defaults:
         sources["defaults"] = defaults
+    if copies:
+        sources["copies"] = copies
     return CatalogueEntry(name, family, config, sources)
 
 
@@ -64,6 +67,19 @@ def _gemma3(hidden: int, heads: int, kv: int, head_dim: int, layers: int, scalar
 
 _GEMMA3_DEFAULTS = ("transformers Gemma3TextConfig defaults (models/gemma3/configuration_gemma3.py): "
                     "max_position_embeddings 131072")
+_PHI3_128K_COPIES = (
+    "dotnet/machinelearning@6d1f7e2bf83e260ceb4f07ad1ae9fe3257033d49 "
+    "src/Microsoft.ML.GenAI.Phi/Resource/Config/phi-3-mini-128k-instruct-config.json (the whole file: "
+    "transformers_version 4.39.3, rope_scaling.type 'su'); pytorch/torchtune@9f37b169622320f76f1d5125c1665830928766a1 "
+    "torchtune/models/phi3/_model_builders.py (LONG_FACTORS, SHORT_FACTORS, phi3_mini_128k: 32 layers, 32 heads, "
+    "32 key heads, width 3072, original 4096, maximum 131072, base 10000). These are the values of the file as "
+    "first published; whether the hub's main still holds them was not checked")
+_FALCON_RW_COPIES = (
+    "a Go test fixture quoting the hub file (package falcon, constant falconRW1BConfig, \"Fixture source: "
+    "https://huggingface.co/tiiuae/falcon-rw-1b/blob/main/config.json\"; its repository was not resolved): alibi "
+    "true, hidden_size 2048, num_attention_heads 32, num_hidden_layers 24, multi_query false, "
+    "new_decoder_architecture false; the model card and keras-team/keras-hub "
+    "keras_hub/src/models/falcon/falcon_presets.py (falcon_refinedweb_1b_en) give 24 layers")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
@@ -121,6 +137,12 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
         "rope_theta": 10000.0, "rope_scaling": None, "sliding_window": 2047}, _CANON),
+    _entry("phi-3-mini-128k", "phi3", "microsoft/Phi-3-mini-128k-instruct", {
+        "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
+        "num_hidden_layers": 32, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0, "rope_scaling": {"long_factor": PHI3_MINI_128K_LONG,
+                                                 "short_factor": PHI3_MINI_128K_SHORT, "type": "su"},
+        "sliding_window": 262144}, _COPY, copies=_PHI3_128K_COPIES),
     _entry("phi-3.5-mini", "phi3", "microsoft/Phi-3.5-mini-instruct", {
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
@@ -164,6 +186,9 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "multi_query": True, "alibi": False, "new_decoder_architecture": False}, _CANON,
            "transformers FalconConfig defaults (models/falcon/configuration_falcon.py): max_position_embeddings "
            "2048, rope_theta 10000.0"),
+    _entry("falcon-rw-1b", "falcon", "tiiuae/falcon-rw-1b", {
+        "model_type": "falcon", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 24,
+        "multi_query": False, "alibi": True, "new_decoder_architecture": False}, _COPY, copies=_FALCON_RW_COPIES),
     _entry("bloom-560m", "bloom", "bigscience/bloom-560m", {
         "model_type": "bloom", "hidden_size": 1024, "n_head": 16, "n_layer": 24}, _CANON),
     _entry("mpt-7b", "mpt", "mosaicml/mpt-7b", {

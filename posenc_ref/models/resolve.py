@@ -245,6 +245,10 @@ def _alibi_layers(r: Reader, model_type: str) -> tuple[list[LayerPositions], int
         r.note("MPT's slopes for a head count that is not a power of two differ from Press's rule")
     r.note(f"ALiBi bias reported in the relative_causal form; the model adds the {own} form "
            "(a per-row constant apart)")
+    if model_type == "falcon":
+        # Note: Falcon adds the bias to q.k before the 1/sqrt(head_dim) scale (BLOOM and MPT after it)
+        r.note("Falcon adds the ALiBi bias to q.k before the head_dim ** -0.5 scale (transformers 5.x "
+               "modeling_falcon.py): its logits are logit_scale * (q.k + bias), the bias scaled with them")
     return [LayerPositions(i, "decoder", "decoder", "alibi", params, heads, heads, hidden // heads,
                            logit_scale=float(hidden // heads) ** -0.5) for i in range(n)], max_position
 
