@@ -97,6 +97,33 @@ FINDINGS: tuple[Finding, ...] = (
                "error (its Llama 4 cases are not applicable below, with that reason).",),
     ),
     Finding(
+        id="transformers-phi3-su-original-max",
+        engine="transformers", kind="config",
+        cases=("model.phi-3-mini-128k.*",),
+        title="transformers rejects Phi-3-mini-128k's config as first published: rope type `su` loses the "
+              "top-level `original_max_position_embeddings`",
+        computes="nothing: the config raises `KeyError: \"Missing required keys in `rope_parameters` for "
+                 "'rope_type'='longrope': {'original_max_position_embeddings'}\"`, so no layer can be built",
+        config_says="`rope_scaling: {type: su, short_factor: [...], long_factor: [...]}` with "
+                    "`original_max_position_embeddings` 4096 and `max_position_embeddings` 131072 at the top "
+                    "level; `su` is LongRoPE's old name and the reference reads it as `longrope` with the top-level "
+                    "original length, as transformers 4.x did",
+        cause="`standardize_rope_params` copies the top-level `original_max_position_embeddings` into "
+              "`rope_parameters` only when the rope type already is `llama3`, `yarn` or `longrope`; "
+              "`Phi3Config.convert_rope_params_to_dict` renames `su` to `longrope` after that step, so the key "
+              "is never copied and the LongRoPE validation fails",
+        report="none found in the stored issue index",
+        minimal_config={"model_type": "phi3", "hidden_size": 256, "num_attention_heads": 4,
+                        "num_key_value_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 16384,
+                        "original_max_position_embeddings": 4096, "rope_theta": 10000.0,
+                        "rope_scaling": {"type": "su", "short_factor": [1.0 + i / 64 for i in range(32)],
+                                         "long_factor": [1.0 + i / 8 for i in range(32)]}},
+        positions=(0, 1, 4095, 4096, 16383),
+        notes=("The same config with `type` `longrope` loads (Phi-3.5-mini spells it so; its cases pass). vLLM 0.32.0 "
+               "parses configs through transformers and refuses the same config with the same error (its "
+               "Phi-3-mini-128k cases are not applicable below, with that reason).",),
+    ),
+    Finding(
         id="transformers-factor-zero",
         engine="transformers", kind="engine",
         cases=("model.rope.error.factor_not_positive",),
