@@ -129,6 +129,11 @@ def test_falcon_rw_alibi_layers_and_the_bias_before_the_scale():
     bias = compute.model_alibi([3], [0, 3], config=get("falcon-rw-1b").config, layer=0)
     np.testing.assert_allclose(bias[:, 0, 0], -3 * 2.0 ** (-8 * np.arange(1, 33) / 32))
     assert np.all(bias[:, 0, 1] == 0)
+    assert resolve({**get("falcon-rw-1b").config, "multi_query": True}).layers[0].num_kv_heads == 1
+    assert resolve({**get("falcon-rw-1b").config, "new_decoder_architecture": True,
+                    "num_kv_heads": 8}).layers[0].num_kv_heads == 8
+    with pytest.raises(SpecError, match="num_attention_heads=32 must be a multiple of num_kv_heads=5"):
+        resolve({**get("falcon-rw-1b").config, "new_decoder_architecture": True, "num_kv_heads": 5})
     rope_falcon = resolve({**get("falcon-rw-1b").config, "alibi": False}).layers[0]
     assert rope_falcon.scheme == "rope"
     with pytest.raises(SpecError, match="hidden size 2050 is not a multiple of the 32 heads"):

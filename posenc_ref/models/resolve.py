@@ -239,6 +239,14 @@ def _alibi_layers(r: Reader, model_type: str) -> tuple[list[LayerPositions], int
         params = {"num_heads": heads, "slope_rule": "press", "bias_max": 8.0, "form": "relative_causal"}
         max_position = None
         own = "key_only"
+    kv = heads
+    if model_type == "falcon":  # Note: FalconConfig defaults: multi_query true (one key head)
+        if r.get("new_decoder_architecture", False):
+            kv = r.integer("num_kv_heads", heads)
+        elif r.get("multi_query", True):
+            kv = 1
+        if heads % kv:
+            raise SpecError(f"{FUNC}: num_attention_heads={heads} must be a multiple of num_kv_heads={kv}")
     if hidden % heads:
         raise SpecError(f"{FUNC}: hidden size {hidden} is not a multiple of the {heads} heads")
     if heads & (heads - 1) and model_type == "mpt":
@@ -249,7 +257,7 @@ def _alibi_layers(r: Reader, model_type: str) -> tuple[list[LayerPositions], int
         # Note: Falcon adds the bias to q.k before the 1/sqrt(head_dim) scale (BLOOM and MPT after it)
         r.note("Falcon adds the ALiBi bias to q.k before the head_dim ** -0.5 scale (transformers 5.x "
                "modeling_falcon.py): its logits are logit_scale * (q.k + bias), the bias scaled with them")
-    return [LayerPositions(i, "decoder", "decoder", "alibi", params, heads, heads, hidden // heads,
+    return [LayerPositions(i, "decoder", "decoder", "alibi", params, heads, kv, hidden // heads,
                            logit_scale=float(hidden // heads) ** -0.5) for i in range(n)], max_position
 
 
