@@ -23,10 +23,13 @@ what is under test; the harness adds no formula of its own. Temperature tuning (
 one per-position rule the harness reads from the attention module's attributes, because
 transformers computes it inline in the attention forward.
 
-Covered: the ``model.rope`` and ``model.nope`` ops for the model types in :data:`ROTATION`;
-every other model case is ``not_applicable`` with the reason (the op, or a model type whose
-rotation path the harness does not build). Computes in float32 (transformers forces float32
-for cos/sin).
+Covered: the ``model.rope`` and ``model.nope`` ops for the model types in :data:`ROTATION`
+(GPT-J's sin|cos table and Qwen2-VL / Qwen3-VL MRoPE included), and ``model.alibi``,
+``model.t5``, ``model.deberta``, ``model.learned`` and ``model.sinusoidal`` for the model types in
+``engine_transformers_tables.BUILT`` (that module says which function each one calls). A layer
+of another scheme (a Llama config given to ``model.alibi``) is rejected with ``ValueError``; a
+model type the harness does not build is ``not_applicable`` with the reason. Computes in float32
+(transformers forces float32 for cos/sin).
 
     posenc-ref conformance conformance/adapters/engine_transformers.py:ADAPTER --ops model.
 """

@@ -31,9 +31,14 @@ torchvision and files beside the config) is built from its ``text_config`` alone
 text-only checkpoint; :data:`TEXT_ONLY` lists those and the version string says so.
 
 Covered: ``model.rope`` and ``model.nope`` for models vLLM runs with a native model class whose
-layers' attention is a standard (non-MLA) rotary attention; the rest are ``not_applicable`` with
-the reason (models vLLM hands to its Transformers backend are transformers' own code, checked by
-``engine_transformers.py``).
+layers' attention is a standard (non-MLA) rotary attention; ``model.alibi`` from the slopes the
+model file hands its attention backend (BLOOM's ``_get_alibi_slopes``; the kernel adds
+``slope * (j - i)`` in C++, so the slopes, not that product, are vLLM's here); ``model.learned``
+through the model's own position embedding module called with the positions (OPT's offset of
+2, GPT-2's ``wpe``). The rest are ``not_applicable`` with the reason: models vLLM hands to its
+Transformers backend (BERT, RoBERTa, ...) are transformers' own code, checked by
+``engine_transformers.py``; vLLM 0.32 has no T5, DeBERTa-v2, MPT, BART, Marian or M2M100 class
+(:data:`_NO_MODULE`, or vLLM's own refusal of the config).
 """
 
 from __future__ import annotations
@@ -56,8 +61,9 @@ OPS = ROTARY_OPS + TABLE_OPS
 _NO_MODULE = {
     "model.t5": "vLLM 0.32 has no T5 model class (no relative-bucket attention bias)",
     "model.deberta": "vLLM 0.32 has no DeBERTa-v2 model class",
-    "model.sinusoidal": "vLLM 0.32 has no Marian / M2M100 class; its Whisper encoder needs the audio processor "
-                        "files beside config.json, and copies transformers' own sinusoids function",
+    "model.sinusoidal": "vLLM 0.32 has no Marian or M2M100 model class; its Whisper encoder fills its table with "
+                        "transformers' own sinusoids (imported from transformers.models.whisper.modeling_whisper), "
+                        "checked by engine_transformers.py",
 }
 """Model ops vLLM has no layer for, with the reason (those cases are not_applicable)."""
 _POSITION_MODULE = re.compile(r"(^|\.)(embed_positions|wpe|position_embeddings)$")
@@ -190,6 +196,13 @@ def _slopes_on_cpu(model_class: type) -> Iterator[None]:
         module._get_alibi_slopes = original  # type: ignore[attr-defined]
 
 
+def _message(exc: BaseException) -> str:
+    """The first lines of an exception's message, up to 240 characters (a pydantic
+    ValidationError's first line only counts the errors; the next ones say which)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()][:3]
+    return " / ".join(lines)[:240]
+
+
 def _attention(model: Any, layer: int) -> Any:
     pattern = re.compile(rf"(^|\.)(layers|h)\.{layer}\.(self_attn|attn|attention|self_attention)$")
     for name, module in model.named_modules():
@@ -229,7 +242,7 @@ class VllmEngine:
         try:
             _, model, architecture = _engine(json.dumps(config))
         except Exception as exc:  # vLLM refusing a config is a finding in itself
-            return f"vLLM does not build this config ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+            return f"vLLM does not build this config ({type(exc).__name__}: {_message(exc)})"
         if "Transformers" in type(model).__name__ or architecture.startswith("Transformers"):
             return f"vLLM runs this model through its Transformers backend ({architecture}: transformers' own code)"
         if op in TABLE_OPS:
