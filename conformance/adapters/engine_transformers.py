@@ -159,7 +159,7 @@ class TransformersEngine:
             return f"{op}: this engine harness covers {', '.join(OPS)}"
         model_type = _text_type(config)
         if op in tables.OPS:
-            if model_type in tables.BUILT[op] or model_type in ROTATION or model_type in tables.KNOWN:
+            if model_type in ROTATION or model_type in tables.KNOWN:
                 return True  # a model type of another scheme: run_model rejects the layer
             return f"transformers' {model_type!r}: the harness does not build this model type's {op} path"
         if model_type not in ROTATION:
@@ -188,10 +188,10 @@ class TransformersEngine:
         q = torch.tensor(np.asarray(inputs["q"]), dtype=torch.float32).transpose(0, 1)[None]  # (1, H, T, D)
         k = torch.tensor(np.asarray(inputs["k"]), dtype=torch.float32).transpose(0, 1)[None]
         position_ids = torch.tensor(positions, dtype=torch.int64)[..., None, :]  # (1, T), MRoPE (3, 1, T)
-        scale = np.full(positions.shape[-1], _scaling(attn))
         split, returns = ROTATION.get(_text_type(config), ("whole", "cos_sin"))
         if returns == "sincos_table":
-            return {"logit_scale": scale, **_gptj(module, attn, text, layer, q, k, positions)}
+            return _gptj(module, attn, text, layer, q, k, positions)
+        scale = np.full(positions.shape[-1], _scaling(attn))
         if getattr(attn, "attn_temperature_tuning", False) and not getattr(attn, "use_rope", True):
             # Llama 4: the attention forward multiplies q by this on NoPE layers (modeling_llama4).
             p = torch.tensor(positions, dtype=torch.float32)
@@ -273,8 +273,6 @@ def _scaling(attn: Any) -> float:
         value = getattr(attn, name, None)
         if isinstance(value, (int, float)):
             return float(value)
-    if hasattr(attn, "scale_attn"):  # GPT-J: divides by a tensor it holds (read from the CPU build)
-        return float("nan")
     raise LookupError(f"{type(attn).__name__} has no scaling attribute")
 
 

@@ -133,9 +133,10 @@ FINDINGS: tuple[Finding, ...] = (
                  "per key in float32 and `MptAttention` keeps its last `key_length` columns, so the bias is "
                  "anchored at the last key of the sequence, not at the query: for a sequence of 2048 tokens and "
                  "slope 2^-0.25 the values are near -1721 and their float32 rounding (half an ulp, 6.1e-5) lands in "
-                 "every score; the differences between keys, which softmax sees, carry that rounding too (in the corpus "
-                 "case `model.mpt-7b.decoder.alibi_bias.long`, 7.6e-5 at head 0, query 0, key 1, where the true "
-                 "bias is 0.84)",
+                 "every score, and the differences between keys, which softmax sees, carry it too. The corpus case "
+                 "`model.mpt-7b.decoder.alibi_bias.long` is worst at head 0, query 0, key 1 (7.6e-5 where the true "
+                 "bias is 0.84), a pair the causal mask removes; over causal pairs alone the measurement below "
+                 "finds the same order",
         config_says="`attn_config.alibi` true, `alibi_bias_max` 8, `n_heads` 32, `max_seq_len` 2048: the bias is "
                     "`slope_h * (j - i)` (Press et al.), which the reference reports in that relative form; any "
                     "per-query constant is allowed (softmax ignores it), its rounding is not",
