@@ -9,7 +9,8 @@ weights) and calls the modeling file's own code on it, as the model's forward do
 
 * ALiBi: BLOOM's ``build_alibi_tensor(attention_mask, num_heads, dtype)`` (the model's method, its
   ``num_heads`` from ``n_head``), Falcon's module-level ``build_alibi_tensor`` (configs with
-  ``alibi``), MPT's ``build_mpt_alibi_tensor(num_heads, max_seq_len)`` called with the arguments
+  ``alibi``; it multiplies in bfloat16, and the model's forward divides the result by
+  ``sqrt(hidden_size // num_heads)`` before adding it to the scaled scores), MPT's ``build_mpt_alibi_tensor(num_heads, max_seq_len)`` called with the arguments
   the model's forward passes. These give a bias per *key* (``key_only`` up to a constant); the
   reference reports the ``relative_causal`` form, so the harness subtracts the engine's own value
   at the query's position (``bias[h, i, j] = A[h, k_j] - A[h, q_i]``, a per-row constant that
@@ -37,6 +38,7 @@ Positions are the token indices of one sequence without padding or cache offset.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -126,6 +128,11 @@ def alibi(model: Any, module: Any, model_type: str, layer: int, inputs: Mapping[
         heads = model.num_heads if hasattr(model, "num_heads") else model.config.num_attention_heads
         per_key = build(mask, heads, torch.float32)  # (H, 1, n)
         per_key = per_key.reshape(heads, n)
+        if model_type == "falcon":
+            # Note: FalconModel.forward folds the bias into the mask as alibi / sqrt(hidden_size //
+            # num_heads) (its eager attention multiplies scores + alibi by inv_norm_factor alike):
+            # what Falcon adds to the scaled scores is the bias divided by sqrt(head_dim).
+            per_key = per_key / math.sqrt(model.config.hidden_size // heads)
     values = per_key.double()
     a_k, a_q = values[:, torch.tensor(k)], values[:, torch.tensor(q)]  # (H, Tk), (H, Tq)
     return {"bias": (a_k[:, None, :] - a_q[:, :, None]).numpy()}
