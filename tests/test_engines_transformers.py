@@ -98,7 +98,77 @@ def test_cases_outside_the_harness_are_not_applicable_with_a_reason() -> None:
     assert ADAPTER.supports_model(LLAMA31) is True
     reason = ADAPTER.supports_model({"model_type": "t5"})
     assert isinstance(reason, str) and "t5" in reason
-    verdict = ADAPTER.supports_model(LLAMA31, op="model.alibi")
-    assert isinstance(verdict, str) and "model.alibi" in verdict
-    with pytest.raises(NotImplementedError, match="model.alibi"):
-        ADAPTER.run_model(LLAMA31, 0, _inputs(32, 8, 128), op="model.alibi", context_length=None)
+    reason = ADAPTER.supports_model({"model_type": "xlnet"}, op="model.alibi")
+    assert isinstance(reason, str) and "model.alibi" in reason and "xlnet" in reason
+
+
+def test_a_layer_of_another_scheme_is_rejected() -> None:
+    assert ADAPTER.supports_model(LLAMA31, op="model.alibi") is True
+    with pytest.raises(ValueError, match="rotate"):
+        ADAPTER.run_model(LLAMA31, 0, {"query_positions": np.array([0]), "key_positions": np.array([0])},
+                          op="model.alibi", context_length=None)
+
+
+# --- the bias and table layers, against the op-level reference functions -----------------------
+
+# bigscience/bloom-560m config.json: 16 heads (a power of two: slopes 2^-0.5 ... 2^-8).
+BLOOM = {"model_type": "bloom", "hidden_size": 1024, "n_head": 16, "n_layer": 24}
+# google-t5/t5-base config.json: 12 heads, 32 buckets, max distance 128 (the T5Config defaults).
+T5 = {"model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12,
+      "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}
+# facebook/opt-125m config.json: 2048 positions, table of 2050 rows (offset 2).
+OPT = {"model_type": "opt", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+       "max_position_embeddings": 2048}
+# Helsinki-NLP/opus-mt-en-de config.json: d_model 512, 512 positions.
+MARIAN = {"model_type": "marian", "d_model": 512, "encoder_layers": 6, "decoder_layers": 6,
+          "encoder_attention_heads": 8, "decoder_attention_heads": 8, "max_position_embeddings": 512}
+# EleutherAI/gpt-j-6b config.json: 16 heads of 256, the first 64 channels rotated in pairs (2i, 2i + 1).
+GPTJ = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28, "rotary_dim": 64, "n_positions": 2048}
+
+
+def test_bloom_alibi_is_the_relative_bias_of_press_slopes() -> None:
+    from posenc_ref.alibi import alibi_bias
+
+    q, k = np.array([0, 3, 9]), np.array([0, 1, 3, 9])
+    out = ADAPTER.run_model(BLOOM, 5, {"query_positions": q, "key_positions": k}, op="model.alibi")
+    np.testing.assert_allclose(out["bias"], alibi_bias(q, k, num_heads=16), atol=1e-5)
+
+
+@pytest.mark.parametrize(("layer", "direction"), [(0, "bidirectional"), (11, "bidirectional"), (12, "unidirectional"),
+                                                  (23, "unidirectional")])
+def test_t5_encoder_is_bidirectional_and_decoder_causal(layer: int, direction: str) -> None:
+    from posenc_ref.t5 import t5_bucket
+
+    q, k = np.array([0, 5, 200]), np.array([0, 1, 8, 130, 400])
+    table = np.random.default_rng(2).standard_normal((32, 12))
+    out = ADAPTER.run_model(T5, layer, {"query_positions": q, "key_positions": k, "table": table}, op="model.t5")
+    expected = t5_bucket(k[None, :] - q[:, None], num_buckets=32, max_distance=128, direction=direction)
+    np.testing.assert_array_equal(out["bucket"], expected)
+    np.testing.assert_allclose(out["bias"], table[expected].transpose(2, 0, 1), atol=1e-6)
+
+
+def test_opt_reads_row_position_plus_two_and_rejects_past_the_table() -> None:
+    out = ADAPTER.run_model(OPT, 0, {"positions": np.array([0, 1, 2047])}, op="model.learned")
+    assert out["index"].tolist() == [2, 3, 2049]
+    with pytest.raises(IndexError):
+        ADAPTER.run_model(OPT, 0, {"positions": np.array([0, 2048])}, op="model.learned")
+
+
+def test_marian_table_is_the_concatenated_paper_sinusoid() -> None:
+    from posenc_ref.sinusoidal import sinusoidal_table
+
+    positions = np.array([0, 1, 511])
+    out = ADAPTER.run_model(MARIAN, 7, {"positions": positions}, op="model.sinusoidal")
+    expected = sinusoidal_table(positions, dim=512, ladder="paper", layout="concat_sin_cos")
+    np.testing.assert_allclose(out["embedding"], expected, atol=1e-6 * 512)
+
+
+def test_gptj_rotates_the_first_rotary_dim_channels_in_interleaved_pairs() -> None:
+    from posenc_ref.rope import rope_apply
+
+    inputs = _inputs(2, 1, 256)
+    out = ADAPTER.run_model(GPTJ, 0, inputs, op="model.rope", context_length=64)
+    q = inputs["q"].transpose(1, 0, 2)[None]  # (1, H, T, D)
+    expected = rope_apply(q, POSITIONS, rotary_dim=64, layout="interleaved")[0].transpose(1, 0, 2)
+    np.testing.assert_allclose(out["q_rot"], expected, atol=8e-6 * (1 + POSITIONS.max()))
+    np.testing.assert_allclose(out["logit_scale"], np.full(len(POSITIONS), 256 ** -0.5), rtol=1e-7)

@@ -23,10 +23,13 @@ what is under test; the harness adds no formula of its own. Temperature tuning (
 one per-position rule the harness reads from the attention module's attributes, because
 transformers computes it inline in the attention forward.
 
-Covered: the ``model.rope`` and ``model.nope`` ops for the model types in :data:`ROTATION`;
-every other model case is ``not_applicable`` with the reason (the op, or a model type whose
-rotation path the harness does not build). Computes in float32 (transformers forces float32
-for cos/sin).
+Covered: the ``model.rope`` and ``model.nope`` ops for the model types in :data:`ROTATION`
+(GPT-J's sin|cos table and Qwen2-VL / Qwen3-VL MRoPE included), and ``model.alibi``,
+``model.t5``, ``model.deberta``, ``model.learned`` and ``model.sinusoidal`` for the model types in
+``engine_transformers_tables.BUILT`` (that module says which function each one calls). A layer
+of another scheme (a Llama config given to ``model.alibi``) is rejected with ``ValueError``; a
+model type the harness does not build is ``not_applicable`` with the reason. Computes in float32
+(transformers forces float32 for cos/sin).
 
     posenc-ref conformance conformance/adapters/engine_transformers.py:ADAPTER --ops model.
 """
@@ -38,12 +41,19 @@ import functools
 import importlib
 import inspect
 import json
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-OPS = ("model.rope", "model.nope")
+if str(Path(__file__).resolve().parent) not in sys.path:  # the tables part lives next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import engine_transformers_tables as tables  # noqa: E402
+
+ROTARY_OPS = ("model.rope", "model.nope")
+OPS = ROTARY_OPS + tables.OPS
 _FULL = ("whole", "cos_sin")
 ROTATION = {
     # model_type -> (which channels the attention forward rotates, what the rotary module returns)
@@ -55,14 +65,21 @@ ROTATION = {
     "deepseek_v3": ("suffix", "cos_sin"),
     "deepseek_v2": ("suffix", "complex_bhtd"),
     "llama4_text": ("whole", "complex_bthd"),
+    "qwen2_vl_text": ("whole", "cos_sin"),
+    "qwen3_vl_text": ("whole", "cos_sin"),
+    "gptj": ("rotary_dim", "sincos_table"),
 }
 """Model types whose rotation the harness builds, as their attention forward does it:
 ``whole`` passes the whole head to the modeling file's rotation function (partial rotary handled
 inside it), ``rotary_ndims`` splits at the attention module's ``rotary_ndims`` first (Phi),
-``suffix`` rotates the last ``qk_rope_head_dim`` channels (DeepSeek's ``q_pe``). ``cos_sin``:
-the rotary module returns (cos, sin) for ``apply_rotary_pos_emb`` (DeepSeek-V3 with
-``rope_interleave``: ``apply_rotary_pos_emb_interleave``); ``complex_*``: it returns complex
-``freqs_cis`` for ``apply_rotary_emb``, on (B, T, H, D) (Llama 4) or (B, H, T, D) (DeepSeek-V2)."""
+``rotary_dim`` at its ``rotary_dim`` (GPT-J), ``suffix`` rotates the last ``qk_rope_head_dim``
+channels (DeepSeek's ``q_pe``). ``cos_sin``: the rotary module returns (cos, sin) for
+``apply_rotary_pos_emb`` (DeepSeek-V3 with ``rope_interleave``: ``apply_rotary_pos_emb_interleave``;
+Qwen2-VL / Qwen3-VL: the module takes the (3, B, T) MRoPE position streams and recomposes the
+sections itself); ``complex_*``: it returns complex ``freqs_cis`` for ``apply_rotary_emb``, on
+(B, T, H, D) (Llama 4) or (B, H, T, D) (DeepSeek-V2); ``sincos_table``: GPT-J has no rotary
+module, its attention gathers rows of a sin|cos table (``create_sinusoidal_positions``) and
+rotates (B, T, H, D) with ``apply_rotary_pos_emb(x, sin, cos)``."""
 
 
 def _torch() -> Any:
@@ -141,6 +158,10 @@ class TransformersEngine:
         if op not in OPS:
             return f"{op}: this engine harness covers {', '.join(OPS)}"
         model_type = _text_type(config)
+        if op in tables.OPS:
+            if model_type in ROTATION or model_type in tables.KNOWN:
+                return True  # a model type of another scheme: run_model rejects the layer
+            return f"transformers' {model_type!r}: the harness does not build this model type's {op} path"
         if model_type not in ROTATION:
             return f"transformers' {model_type!r}: the harness does not build this model type's rotation path"
         return True
@@ -151,6 +172,14 @@ class TransformersEngine:
         if op not in OPS:
             raise NotImplementedError(f"{op} is not covered by this engine harness (covers {', '.join(OPS)})")
         text, model, module = _built(json.dumps(config, sort_keys=True))
+        if op in tables.OPS:
+            model_type = _text_type(config)
+            if model_type in ROTATION and model_type not in tables.BUILT[op]:
+                raise ValueError(f"{op}: transformers' {model_type!r} layers rotate (model.rope), no {op} module")
+            if not 0 <= layer < tables.layer_count(model):
+                raise ConfigRejected(f"layer {layer}: the model built from the config has "
+                                     f"{tables.layer_count(model)} layers")
+            return tables.run(op, model, module, model_type, layer, inputs)
         layers = _layers(model)
         if not 0 <= layer < len(layers):
             raise ConfigRejected(f"layer {layer}: the model built from the config has {len(layers)} layers")
@@ -158,7 +187,10 @@ class TransformersEngine:
         positions = np.asarray(inputs["positions"])
         q = torch.tensor(np.asarray(inputs["q"]), dtype=torch.float32).transpose(0, 1)[None]  # (1, H, T, D)
         k = torch.tensor(np.asarray(inputs["k"]), dtype=torch.float32).transpose(0, 1)[None]
-        position_ids = torch.tensor(positions, dtype=torch.int64)[None]
+        position_ids = torch.tensor(positions, dtype=torch.int64)[..., None, :]  # (1, T), MRoPE (3, 1, T)
+        split, returns = ROTATION.get(_text_type(config), ("whole", "cos_sin"))
+        if returns == "sincos_table":
+            return _gptj(module, attn, text, layer, q, k, positions)
         scale = np.full(positions.shape[-1], _scaling(attn))
         if getattr(attn, "attn_temperature_tuning", False) and not getattr(attn, "use_rope", True):
             # Llama 4: the attention forward multiplies q by this on NoPE layers (modeling_llama4).
@@ -175,7 +207,6 @@ class TransformersEngine:
         call_args: tuple[Any, ...] = (q, position_ids)
         if "layer_type" in inspect.signature(rotary.forward).parameters:
             call_args += (attn.layer_type,)
-        split, returns = ROTATION[_text_type(config)]
         width = q.shape[-1]
         if split == "rotary_ndims":
             start, stop = 0, attn.rotary_ndims
@@ -203,6 +234,37 @@ class TransformersEngine:
             k_rot = torch.cat((k[..., :start], k_r, k[..., stop:]), -1)
         return {**out, "q_rot": q_rot[0].transpose(0, 1).double().numpy(),
                 "k_rot": k_rot[0].transpose(0, 1).double().numpy(), **pairs}
+
+
+def _cpu_attention(cls: type, text: Any, layer: int) -> Any:
+    """An attention module built for real on the CPU (GPT-J keeps its scale in a tensor, which
+    the meta model holds as a meta tensor; its projections are 4 x hidden^2, built once a case)."""
+    torch = _torch()
+    with torch.device("cpu"):
+        return cls(text, layer)
+
+
+def _gptj(module: Any, attn: Any, text: Any, layer: int, q: Any, k: Any, positions: np.ndarray
+          ) -> dict[str, Any]:
+    """GPT-J's rotation as GPTJAttention.forward does it: gather rows of the sin|cos table, rotate
+    the first ``rotary_dim`` channels of (B, T, H, D) with every-two pairs."""
+    torch = _torch()
+    rotary_dim = attn.rotary_dim or q.shape[-1]
+    needed = int(positions.max()) + 1
+    # Note: the attention's buffer holds max_position_embeddings rows; a longer table from the
+    # same function has the same rows (each row depends on its position alone) and reaches 10^6.
+    table = module.create_sinusoidal_positions(max(needed, attn.max_positions), attn.pos_embd_dim)
+    position_ids = torch.tensor(positions, dtype=torch.int64)[None]
+    with torch.no_grad():
+        sincos = table[position_ids]  # (1, T, rotary_dim): what the forward's torch.gather selects
+        sin, cos = torch.split(sincos, sincos.shape[-1] // 2, dim=-1)
+        q_t, k_t = q.transpose(1, 2), k.transpose(1, 2)  # (1, T, H, D)
+        q_r = torch.cat((module.apply_rotary_pos_emb(q_t[..., :rotary_dim], sin, cos), q_t[..., rotary_dim:]), -1)
+        k_r = torch.cat((module.apply_rotary_pos_emb(k_t[..., :rotary_dim], sin, cos), k_t[..., rotary_dim:]), -1)
+    real = _cpu_attention(type(attn), text, layer)
+    return {"logit_scale": np.full(len(positions), 1.0 / float(real.scale_attn)),
+            "q_rot": q_r[0].double().numpy(), "k_rot": k_r[0].double().numpy(),
+            "cos": cos[0].double().numpy(), "sin": sin[0].double().numpy()}
 
 
 def _scaling(attn: Any) -> float:

@@ -31,9 +31,14 @@ torchvision and files beside the config) is built from its ``text_config`` alone
 text-only checkpoint; :data:`TEXT_ONLY` lists those and the version string says so.
 
 Covered: ``model.rope`` and ``model.nope`` for models vLLM runs with a native model class whose
-layers' attention is a standard (non-MLA) rotary attention; the rest are ``not_applicable`` with
-the reason (models vLLM hands to its Transformers backend are transformers' own code, checked by
-``engine_transformers.py``).
+layers' attention is a standard (non-MLA) rotary attention; ``model.alibi`` from the slopes the
+model file hands its attention backend (BLOOM's ``_get_alibi_slopes``; the kernel adds
+``slope * (j - i)`` in C++, so the slopes, not that product, are vLLM's here); ``model.learned``
+through the model's own position embedding module called with the positions (OPT's offset of
+2, GPT-2's ``wpe``). The rest are ``not_applicable`` with the reason: models vLLM hands to its
+Transformers backend (BERT, RoBERTa, ...) are transformers' own code, checked by
+``engine_transformers.py``; vLLM 0.32 has no T5, DeBERTa-v2, MPT, BART, Marian or M2M100 class
+(:data:`_NO_MODULE`, or vLLM's own refusal of the config).
 """
 
 from __future__ import annotations
@@ -50,7 +55,18 @@ from typing import Any
 
 import numpy as np
 
-OPS = ("model.rope", "model.nope")
+ROTARY_OPS = ("model.rope", "model.nope")
+TABLE_OPS = ("model.alibi", "model.learned")
+OPS = ROTARY_OPS + TABLE_OPS
+_NO_MODULE = {
+    "model.t5": "vLLM 0.32 has no T5 model class (no relative-bucket attention bias)",
+    "model.deberta": "vLLM 0.32 has no DeBERTa-v2 model class",
+    "model.sinusoidal": "vLLM 0.32 has no Marian or M2M100 model class; its Whisper encoder fills its table with "
+                        "transformers' own sinusoids (imported from transformers.models.whisper.modeling_whisper), "
+                        "checked by engine_transformers.py",
+}
+"""Model ops vLLM has no layer for, with the reason (those cases are not_applicable)."""
+_POSITION_MODULE = re.compile(r"(^|\.)(embed_positions|wpe|position_embeddings)$")
 _SKIP_MODULES = ("vision", "visual", "audio", "mm_projector", "multi_modal")
 
 
@@ -114,8 +130,8 @@ def _build(config_json: str) -> tuple[Any, Any, str]:
         json.dump(config, handle)
     vllm_config = EngineArgs(model=folder, skip_tokenizer_init=True, dtype="float32").create_engine_config()
     _parallel_state()
-    _, architecture = get_model_architecture(vllm_config.model_config)
-    with torch.device("meta"), _rotary_on_cpu():
+    model_class, architecture = get_model_architecture(vllm_config.model_config)
+    with torch.device("meta"), _rotary_on_cpu(), _slopes_on_cpu(model_class):
         model = initialize_model(vllm_config)
     return vllm_config, model, architecture
 
@@ -156,6 +172,37 @@ def _rotary_on_cpu() -> Iterator[None]:
             cls.__init__ = init  # type: ignore[misc]
 
 
+@contextlib.contextmanager
+def _slopes_on_cpu(model_class: type) -> Iterator[None]:
+    """The model file's ``_get_alibi_slopes`` run on the CPU while the model is built on the meta
+    device (the layer turns the slopes into a Python list, which a meta tensor cannot give)."""
+    import torch
+
+    module = sys.modules[model_class.__module__]
+    original = getattr(module, "_get_alibi_slopes", None)
+    if original is None:
+        yield
+        return
+
+    @functools.wraps(original)
+    def on_cpu(*args: Any, **kwargs: Any) -> Any:
+        with torch.device("cpu"):
+            return original(*args, **kwargs)
+
+    module._get_alibi_slopes = on_cpu  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        module._get_alibi_slopes = original  # type: ignore[attr-defined]
+
+
+def _message(exc: BaseException) -> str:
+    """The first lines of an exception's message, up to 240 characters (a pydantic
+    ValidationError's first line only counts the errors; the next ones say which)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()][:3]
+    return " / ".join(lines)[:240]
+
+
 def _attention(model: Any, layer: int) -> Any:
     pattern = re.compile(rf"(^|\.)(layers|h)\.{layer}\.(self_attn|attn|attention|self_attention)$")
     for name, module in model.named_modules():
@@ -188,14 +235,18 @@ class VllmEngine:
         return "out_of_range" if isinstance(exc, IndexError) else None
 
     def supports_model(self, config: Mapping[str, Any], *, op: str = "model.rope") -> bool | str:
+        if op in _NO_MODULE:
+            return _NO_MODULE[op]
         if op not in OPS:
             return f"{op}: this engine harness covers {', '.join(OPS)}"
         try:
             _, model, architecture = _engine(json.dumps(config))
         except Exception as exc:  # vLLM refusing a config is a finding in itself
-            return f"vLLM does not build this config ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+            return f"vLLM does not build this config ({type(exc).__name__}: {_message(exc)})"
         if "Transformers" in type(model).__name__ or architecture.startswith("Transformers"):
             return f"vLLM runs this model through its Transformers backend ({architecture}: transformers' own code)"
+        if op in TABLE_OPS:
+            return _table_support(model, op)
         try:
             attn = _attention(model, 0)
         except LookupError as exc:
@@ -217,6 +268,10 @@ class VllmEngine:
         layers = vllm_config.model_config.hf_text_config.num_hidden_layers
         if not 0 <= layer < layers:
             raise ValueError(f"layer {layer}: vLLM's model for this config has {layers} layers")
+        if op == "model.alibi":
+            return _alibi(model, layer, inputs)
+        if op == "model.learned":
+            return _learned(model, inputs)
         attn = _attention(model, layer)
         positions = torch.tensor(np.asarray(inputs["positions"]), dtype=torch.int64)
         q_in, k_in = np.asarray(inputs["q"]), np.asarray(inputs["k"])
@@ -301,6 +356,72 @@ def _longer_cache(rotary: Any, needed: int) -> Iterator[None]:
     finally:
         for module in patched:
             module.torch = torch  # type: ignore[attr-defined]
+
+
+# --- ALiBi and learned tables -------------------------------------------------------------------
+
+def _table_support(model: Any, op: str) -> bool | str:
+    """Whether the harness reads ``op`` from this vLLM model (True also for a model of another
+    scheme: run_model then rejects the layer, as the error cases expect)."""
+    if op == "model.alibi":
+        return True
+    found = _position_module(model)
+    if found is None:
+        return True  # no learned table (a rotary model, say): run_model rejects the layer
+    name, _ = found
+    if "roberta" in type(model).__name__.lower():
+        return (f"vLLM's RoBERTa adds padding_idx + 1 to the positions inside the embedding forward, together with "
+                f"the word and type embeddings and a LayerNorm: the row is not read apart ({name})")
+    return True
+
+
+def _position_module(model: Any) -> tuple[str, Any] | None:
+    for name, module in model.named_modules():
+        if _POSITION_MODULE.search(name) and not any(part in name for part in _SKIP_MODULES + ("encoder",)):
+            return name, module
+    return None
+
+
+def _alibi(model: Any, layer: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """ALiBi bias (H, Tq, Tk) from the slopes layer ``layer`` hands to its attention backend.
+
+    Note: vLLM's attention kernel adds ``slope * (j - i)`` itself (C++, not reachable per element
+    here); what is under test is the slopes the model file derives from the config: its
+    ``_get_alibi_slopes(total_num_heads)``, run on the CPU with the layer's own head count (the
+    layer's list was computed on the meta device), sliced as the layer slices it (one rank)."""
+    import torch
+
+    attn = _attention(model, layer)
+    module = sys.modules[type(attn).__module__]
+    if not hasattr(module, "_get_alibi_slopes") or getattr(attn, "use_alibi", True) is False:
+        raise ValueError(f"layer {layer}: vLLM's {type(attn).__name__} has no ALiBi slopes (another scheme)")
+    with torch.device("cpu"):
+        slopes = module._get_alibi_slopes(attn.total_num_heads)[: attn.num_heads].double().numpy()
+    if type(attn).__name__.startswith("Falcon"):
+        raise NotImplementedError("vLLM's Falcon scales its ALiBi slopes by inv_norm_factor: not read here")
+    q, k = np.asarray(inputs["query_positions"]), np.asarray(inputs["key_positions"])
+    return {"bias": slopes[:, None, None] * (k[None, None, :] - q[None, :, None]).astype(np.float64)}
+
+
+def _learned(model: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The table row each position reads: the model's position embedding module (OPT's adds its
+    offset of 2 in its forward; GPT-2's ``wpe`` is a plain embedding), called with the positions
+    as vLLM passes them, on a CPU copy whose row ``r`` holds ``r``; past the table the lookup
+    raises ``IndexError``."""
+    import copy
+
+    import torch
+
+    found = _position_module(model)
+    if found is None:
+        raise ValueError(f"vLLM's {type(model).__name__} has no learned position table (another scheme)")
+    _, module = found
+    table = copy.deepcopy(module).to_empty(device="cpu")
+    with torch.no_grad():
+        weight = table.weight
+        weight.copy_(torch.arange(weight.shape[0], dtype=weight.dtype)[:, None].expand(weight.shape))
+        rows = table(torch.tensor(np.asarray(inputs["positions"]), dtype=torch.int64))
+    return {"index": np.asarray(np.rint(rows[..., 0].double().numpy()), dtype=np.int64)}
 
 
 def _backend_scale(attn: Any) -> float:

@@ -150,6 +150,35 @@ FINDINGS: tuple[Finding, ...] = (
                         "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 3, "long_factor": [1.0] * 8}},
     ),
     Finding(
+        id="transformers-mpt-alibi-anchor",
+        engine="transformers", kind="engine",
+        cases=("model.mpt-*.alibi_bias.*",),
+        outputs=("bias",),
+        title="transformers' MPT builds its ALiBi bias relative to the last of `max_seq_len` positions in "
+              "float32: each logit carries the rounding of slope x (max_seq_len - 1)",
+        computes="`build_mpt_alibi_tensor(num_heads, config.max_seq_len)` gives `slope * (j - (max_seq_len - 1))` "
+                 "per key in float32 and `MptAttention` keeps its last `key_length` columns, so the bias is "
+                 "anchored at the last key of the sequence, not at the query: for a sequence of 2048 tokens and "
+                 "slope 2^-0.25 the values are near -1721 and their float32 rounding (half an ulp, 6.1e-5) lands in "
+                 "every score, and the differences between keys, which softmax sees, carry it too. The corpus case "
+                 "`model.mpt-7b.decoder.alibi_bias.long` is worst at head 0, query 0, key 1 (7.6e-5 where the true "
+                 "bias is 0.84), a pair the causal mask removes; over causal pairs alone the measurement below "
+                 "finds the same order",
+        config_says="`attn_config.alibi` true, `alibi_bias_max` 8, `n_heads` 32, `max_seq_len` 2048: the bias is "
+                    "`slope_h * (j - i)` (Press et al.), which the reference reports in that relative form; any "
+                    "per-query constant is allowed (softmax ignores it), its rounding is not",
+        cause="a precision effect of the anchor, not a misread key: the slopes and distances are right (the "
+              "runner's readings find no misreading), but a per-query constant of size slope * (L - 1) is added "
+              "in float32 before the softmax; BLOOM's `build_alibi_tensor` anchors at key 0 and has the same effect "
+              "only for queries far from the first key. The forward also calls the builder without "
+              "`alibi_bias_max`, so the function's default of 8 is used whatever the config says (the same value "
+              "here, so no discrepancy follows from it on this config)",
+        report="none found in the stored issue index",
+        minimal_config={"model_type": "mpt", "d_model": 1024, "n_heads": 32, "n_layers": 1, "max_seq_len": 2048,
+                        "attn_config": {"alibi": True, "alibi_bias_max": 8}},
+        positions=(0, 1, 5, 100, 2047),
+    ),
+    Finding(
         id="vllm-longrope-default-max-model-len",
         engine="vllm", kind="engine",
         cases=("model.phi-3.5-mini.sliding.rope_apply.long",),
@@ -263,6 +292,8 @@ def measure_one(adapter: Any, finding: Finding) -> dict[str, Any]:
                     f"{str(engine_exc).splitlines()[0][:200]}"}
         cos = np.asarray(got["cos"], dtype=np.float64)
         return {"reference_error": str(exc), "engine_non_finite": [int((~np.isfinite(cos)).sum()), int(cos.size)]}
+    if layer.scheme == "alibi":
+        return _measure_bias(adapter, finding, config, positions)
     op = "model.nope" if layer.scheme == "nope" else "model.rope"
     inputs = {"positions": positions, "q": rng.standard_normal((t, layer.num_heads, layer.head_dim)),
               "k": rng.standard_normal((t, layer.num_kv_heads, layer.head_dim))}
@@ -290,6 +321,27 @@ def measure_one(adapter: Any, finding: Finding) -> dict[str, Any]:
     out["scores_max_abs_diff"] = float(np.abs(s_got - s_ref).max())
     out["scores_rel_diff"] = float(np.abs(s_got - s_ref).max() / np.abs(s_ref).max())
     return out
+
+
+def _measure_bias(adapter: Any, finding: Finding, config: dict[str, Any], positions: Any) -> dict[str, Any]:
+    """An ALiBi layer: the engine's bias beside the reference's over the finding's positions as
+    both queries and keys, causal pairs only (the bias is added to the scores as it is)."""
+    import numpy as np
+
+    from posenc_ref.registry import get_op
+
+    inputs = {"query_positions": positions, "key_positions": positions}
+    params = {"model": finding.id, "config": config, "layer": finding.layer, "context_length": None}
+    ref = np.asarray(get_op("model.alibi").call(params, inputs)["bias"])
+    got = np.asarray(adapter.run_model(json.loads(json.dumps(config)), finding.layer, inputs, op="model.alibi",
+                                       context_length=None)["bias"], dtype=np.float64)
+    causal = positions[None, :, None] >= positions[None, None, :]  # (1, Tq, Tk): keys at or before the query
+    diff = np.where(causal, np.abs(got - ref), 0.0)
+    worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    return {"op": "model.alibi", "positions": list(finding.positions), "layer": finding.layer,
+            "layer_kind": "alibi", "bias_max_abs_diff": float(diff.max()),
+            "bias_worst": {"head": int(worst[0]), "query": int(positions[worst[1]]), "key": int(positions[worst[2]]),
+                           "reference": float(ref[worst]), "engine": float(got[worst])}}
 
 
 def measure(engine: str) -> dict[str, Any]:
@@ -336,6 +388,12 @@ def _effect(m: dict[str, Any] | None) -> list[str]:
         return [f"- **Measured effect**: on the minimal config the engine raised `{m['raised']}`."]
     lines = [f"- **Measured effect** (minimal config, layer {m['layer']} ({m['layer_kind']}), positions "
              f"{m['positions']}):"]
+    if "bias_max_abs_diff" in m:
+        w = m["bias_worst"]
+        lines.append(f"  the bias added to the scores differs by up to {_fmt(m['bias_max_abs_diff'])} over the causal "
+                     f"pairs (head {w['head']}, query {w['query']}, key {w['key']}: reference {_fmt(w['reference'])}, "
+                     f"engine {_fmt(w['engine'])}).")
+        return lines
     if "cos_max_abs_diff" in m:
         w = m["cos_worst"]
         lines.append(f"  cos/sin amplitude engine/reference {_fmt(m['amplitude_ratio'][0])} to "

