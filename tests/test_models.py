@@ -124,10 +124,13 @@ def test_falcon_rw_alibi_layers_and_the_bias_before_the_scale():
     model = resolve(get("falcon-rw-1b").config)
     assert model.num_layers == 24 and {lp.scheme for lp in model.layers} == {"alibi"}
     lp = model.layers[0]
-    assert (lp.num_heads, lp.num_kv_heads, lp.head_dim, lp.logit_scale) == (32, 32, 64, 0.125)
+    assert (lp.num_heads, lp.num_kv_heads, lp.head_dim, lp.logit_scale, lp.bias_scale) == (32, 32, 64, 0.125, 0.125)
     assert any("before the head_dim ** -0.5 scale" in note for note in model.provenance.notes)
     bias = compute.model_alibi([3], [0, 3], config=get("falcon-rw-1b").config, layer=0)
-    np.testing.assert_allclose(bias[:, 0, 0], -3 * 2.0 ** (-8 * np.arange(1, 33) / 32))
+    # what Falcon adds to the scaled logits: the slope rule's bias over sqrt(head_dim) = 8
+    np.testing.assert_allclose(bias[:, 0, 0], -3 * 2.0 ** (-8 * np.arange(1, 33) / 32) / 8)
+    assert resolve(get("bloom-560m").config).layers[0].bias_scale == 1.0  # BLOOM and MPT add it after the scale
+    assert resolve(get("mpt-7b").config).layers[0].bias_scale == 1.0
     assert np.all(bias[:, 0, 1] == 0)
     assert resolve({**get("falcon-rw-1b").config, "multi_query": True}).layers[0].num_kv_heads == 1
     assert resolve({**get("falcon-rw-1b").config, "new_decoder_architecture": True,

@@ -57,7 +57,8 @@ def _config(name: str) -> tuple[str, Any]:
 def _row(lp: LayerPositions, context_length: int | None) -> dict[str, Any]:
     p = lp.params
     row: dict[str, Any] = {"kind": lp.kind, "scheme": lp.scheme, "window": lp.window, "chunk_size": lp.chunk_size,
-                           "logit_scale": lp.logit_scale, "temperature": dict(lp.temperature or {}) or None}
+                           "logit_scale": lp.logit_scale, "temperature": dict(lp.temperature or {}) or None,
+                           "bias_scale": lp.bias_scale}
     if lp.scheme in ("rope", "mrope"):
         needs = p["rope_type"] in ("dynamic", "longrope") and context_length is None
         factor = None if needs else compute.inv_freq(p, context_length, "model show")[1]
@@ -92,6 +93,8 @@ def _cell(row: dict[str, Any], column: str) -> str:
         return num(row["window"]) if row["chunk_size"] is None else f"chunk {row['chunk_size']}"
     if column == "multipliers":
         text = f"logit {row['logit_scale']:.6g}"
+        if row["bias_scale"] != 1.0:
+            text += f", bias x{row['bias_scale']:.6g}"
         if row["temperature"]:
             text += " + temp " + ",".join(f"{k}={v}" for k, v in row["temperature"].items() if k != "rule") + \
                 f" ({row['temperature']['rule']})"

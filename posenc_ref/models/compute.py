@@ -158,10 +158,13 @@ def model_nope(positions: Any, q: Any, k: Any, /, *, model: str = "", config: Ma
 
 def model_alibi(query_positions: Any, key_positions: Any, /, *, model: str = "", config: Mapping[str, Any],
                 layer: int, context_length: int | None = None) -> NDArray[np.float64]:
-    """The ALiBi bias (H, Tq, Tk) of an ALiBi layer, in the relative_causal form."""
-    p = layer_of("model_alibi", config, layer, ("alibi",)).params
-    return alibi.alibi_bias(query_positions, key_positions, num_heads=p["num_heads"], form=p["form"],
+    """The ALiBi bias (H, Tq, Tk) an ALiBi layer adds to its scaled logits ``logit_scale * q.k``, in the
+    relative_causal form: the slope rule's bias times the layer's ``bias_scale`` (Falcon: ``head_dim ** -0.5``)."""
+    lp = layer_of("model_alibi", config, layer, ("alibi",))
+    p = lp.params
+    bias = alibi.alibi_bias(query_positions, key_positions, num_heads=p["num_heads"], form=p["form"],
                             slope_rule=p["slope_rule"], bias_max=p["bias_max"])
+    return bias if lp.bias_scale == 1.0 else bias * lp.bias_scale
 
 
 def model_t5(query_positions: Any, key_positions: Any, table: Any, /, *, model: str = "",

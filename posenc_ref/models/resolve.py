@@ -64,12 +64,15 @@ class LayerPositions:
     chunk_size: int | None = None
     logit_scale: float = 1.0
     temperature: Mapping[str, Any] | None = None
+    bias_scale: float = 1.0
+    """What the layer multiplies its positional bias by before adding it to ``logit_scale * q.k``
+    (Falcon's ALiBi: ``head_dim ** -0.5``, the bias added before the scale; else 1)."""
 
     def signature(self) -> tuple[Any, ...]:
         """Everything but the index: equal signatures are equal layers."""
         return (self.stack, self.kind, self.scheme, repr(sorted(self.params.items())), self.num_heads,
                 self.num_kv_heads, self.head_dim, self.window, self.chunk_size, self.logit_scale,
-                repr(sorted((self.temperature or {}).items())))
+                repr(sorted((self.temperature or {}).items())), self.bias_scale)
 
 
 @dataclass(frozen=True)
@@ -253,12 +256,15 @@ def _alibi_layers(r: Reader, model_type: str) -> tuple[list[LayerPositions], int
         r.note("MPT's slopes for a head count that is not a power of two differ from Press's rule")
     r.note(f"ALiBi bias reported in the relative_causal form; the model adds the {own} form "
            "(a per-row constant apart)")
+    scale = float(hidden // heads) ** -0.5
     if model_type == "falcon":
         # Note: Falcon adds the bias to q.k before the 1/sqrt(head_dim) scale (BLOOM and MPT after it)
         r.note("Falcon adds the ALiBi bias to q.k before the head_dim ** -0.5 scale (transformers 5.x "
-               "modeling_falcon.py): its logits are logit_scale * (q.k + bias), the bias scaled with them")
-    return [LayerPositions(i, "decoder", "decoder", "alibi", params, heads, kv, hidden // heads,
-                           logit_scale=float(hidden // heads) ** -0.5) for i in range(n)], max_position
+               "modeling_falcon.py folds alibi / sqrt(head_dim) into the mask): its logits are "
+               "logit_scale * (q.k + bias), so the bias it adds to the scaled logits is bias_scale = "
+               "head_dim ** -0.5 times the slope rule's")
+    return [LayerPositions(i, "decoder", "decoder", "alibi", params, heads, kv, hidden // heads, logit_scale=scale,
+                           bias_scale=scale if model_type == "falcon" else 1.0) for i in range(n)], max_position
 
 
 def _t5_layers(r: Reader) -> tuple[list[LayerPositions], int | None]:

@@ -193,8 +193,19 @@ def nope(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
 
 
 def alibi(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
-    p = _layer(params).params
-    return oalibi.alibi_bias({**p}, inputs)
+    lp = _layer(params)
+    if lp.bias_scale == 1.0:
+        return oalibi.alibi_bias({**lp.params}, inputs)
+    # Falcon: the bias enters the scaled logits as slope * distance / sqrt(head_dim), rounded once here
+    if lp.bias_scale != float(lp.head_dim) ** -0.5:
+        raise ValueError(f"oracle model.alibi: bias_scale {lp.bias_scale!r} is not head_dim ** -0.5")
+    root = mpmath.sqrt(lp.head_dim)
+    slopes = [oalibi._slope(x) for x in oalibi._exponents(lp.params)]
+    q = [int(x) for x in np.asarray(inputs["query_positions"]).ravel()]
+    k = [int(x) for x in np.asarray(inputs["key_positions"]).ravel()]
+    out = np.array([[[to_float64(m * oalibi._distance(lp.params["form"], i, j, len(q), len(k)) / root)
+                      for j in k] for i in q] for m in slopes], dtype=np.float64)
+    return {"bias": out}
 
 
 def t5(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:

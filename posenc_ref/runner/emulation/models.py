@@ -97,7 +97,11 @@ def _nope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: typ
 def _alibi(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
         str, NDArray[Any]]:
     compute.model_alibi(inputs["query_positions"], inputs["key_positions"], **params)
-    return alibi.EMULATIONS["alibi.bias"](dict(_layer(params).params), inputs, ct, at)
+    lp = _layer(params)
+    out = alibi.EMULATIONS["alibi.bias"](dict(lp.params), inputs, ct, at)
+    if lp.bias_scale != 1.0:  # Falcon: the bias over sqrt(head_dim), the product rounded to the compute dtype
+        out = {"bias": (np.asarray(out["bias"]).astype(ct) * ct(lp.bias_scale)).astype(ct)}
+    return out
 
 
 def _t5(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
