@@ -398,7 +398,9 @@ def _alibi(model: Any, layer: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
     with torch.device("cpu"):
         slopes = module._get_alibi_slopes(attn.total_num_heads)[: attn.num_heads].double().numpy()
     if type(attn).__name__.startswith("Falcon"):
-        raise NotImplementedError("vLLM's Falcon scales its ALiBi slopes by inv_norm_factor: not read here")
+        # Note: vLLM's FalconAttention hands the backend _get_alibi_slopes(...) * inv_norm_factor (Falcon adds
+        # the bias before the 1/sqrt(head_dim) scale); the factor is the layer's own attribute
+        slopes = slopes * float(attn.inv_norm_factor)
     q, k = np.asarray(inputs["query_positions"]), np.asarray(inputs["key_positions"])
     return {"bias": slopes[:, None, None] * (k[None, None, :] - q[None, :, None]).astype(np.float64)}
 

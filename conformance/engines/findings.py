@@ -179,6 +179,32 @@ FINDINGS: tuple[Finding, ...] = (
         positions=(0, 1, 5, 100, 2047),
     ),
     Finding(
+        id="transformers-falcon-alibi-bfloat16",
+        engine="transformers", kind="engine",
+        cases=("model.falcon-*.alibi_bias.*",),
+        outputs=("bias",),
+        title="transformers' Falcon builds its ALiBi bias in bfloat16 whatever the model's dtype: "
+              "slope x key position rounded to 8 significant bits",
+        computes="`build_alibi_tensor` in modeling_falcon.py multiplies `slopes[..., None].bfloat16()` by the "
+                 "key positions (`cumsum(attention_mask) - 1`), so the slopes are rounded to bfloat16 and "
+                 "each `slope * j` is rounded to bfloat16 again before it is cast to the model's dtype and "
+                 "divided by `sqrt(head_dim)`; the error grows with the key's position: over 2048 positions and "
+                 "32 heads the per-key bias is off by up to 9.2 before the division (1.14 in the scaled logits "
+                 "after it; exactly the bfloat16 products, computed apart). BLOOM's builder, the same formula, "
+                 "multiplies in the model's dtype",
+        config_says="`alibi` true, `num_attention_heads` 32, `hidden_size` 2048: the layer adds "
+                    "`slope_h * (j - i) / sqrt(head_dim)` (Press et al.'s slopes; Falcon adds the bias before "
+                    "the scale) to the scaled logits, in the model's precision",
+        cause="a precision effect of the builder, not a misread key: slopes, distances and the "
+              "`1/sqrt(head_dim)` placement are right (the builder's output equals bfloat16(bfloat16(slope) x j) "
+              "element for element); the explicit `.bfloat16()` cast in the builder drops the precision of the "
+              "float32/float16 model it serves",
+        report="none found in the stored issue index",
+        minimal_config={"model_type": "falcon", "alibi": True, "hidden_size": 2048, "num_attention_heads": 32,
+                        "num_hidden_layers": 1, "multi_query": False, "new_decoder_architecture": False},
+        positions=(0, 1, 5, 100, 2047),
+    ),
+    Finding(
         id="vllm-longrope-default-max-model-len",
         engine="vllm", kind="engine",
         cases=("model.phi-3.5-mini.sliding.rope_apply.long",),
