@@ -30,7 +30,7 @@ def corpus_copy(tmp_path: Path, corpus_dir: Path) -> Path:
     return target
 
 
-# The slow tests: each takes 5-70 s on a 2-core machine (about ten minutes together). The default
+# The slow tests: each takes 4-70 s on a 2-core machine (about twelve minutes together). The default
 # run (`python -m pytest`) leaves them out so that it stays under five minutes; `python -m pytest
 # -m slow` runs them, and .ci/run runs both. Each entry: a node-id prefix, and what the test does
 # that takes the time.
@@ -52,6 +52,16 @@ SLOW = (
     ("tests/test_runner.py::test_input_term_lets_no_convention_mutant_pass", "narrow-dtype mutant runs"),
     ("tests/test_runner.py::test_inputs_held_in_the_narrow_dtype_need_the_input_term", "narrow-dtype runs"),
     ("tests/test_runner.py::test_float16_angles_fail_and_are_diagnosed", "a float16 run with diagnosis"),
+    ("tests/test_runner.py::test_every_mutant_fails_and_is_diagnosed[rope-float32-angles-claimed-float64]",
+     "a RoPE mutant over every RoPE case, with diagnosis"),
+    ("tests/test_runner.py::test_every_mutant_fails_and_is_diagnosed[rope-layout-swapped]", "the same"),
+    ("tests/test_runner.py::test_every_mutant_fails_and_is_diagnosed[rope-bf16-", "the same"),
+    ("tests/test_runner.py::test_every_mutant_fails_and_is_diagnosed[rope-positions-", "the same"),
+    ("tests/test_runner.py::test_every_mutant_fails_and_is_diagnosed[rope-xpos-same-sign-powers]", "the same"),
+    ("tests/test_runner.py::test_every_mutant_fails_and_is_diagnosed[rope-partial-denominator-head-dim]", "the same"),
+    ("tests/test_docs_commands.py::test_documented_command[conformance/README.md:*: pytest --posenc-adapter",
+     "a pytest run of the plugin over the corpus"),
+    ("tests/test_docs_commands.py::test_documented_command[README.md:*: pytest --posenc-adapter", "the same"),
     ("tests/test_docs_commands.py::test_documented_command[docs/tolerance.md:*: python -m posenc_ref.cli conformance numpy numpy-float32",
      "three conformance runs over the whole corpus"),
     ("tests/test_docs_commands.py::test_documented_command[README.md:*: python3 -m venv",
