@@ -43,7 +43,7 @@ SLOW = (
     ("tests/test_corpus.py::test_shipped_corpus_verifies_and_checks", "golden check: every case recomputed"),
     ("tests/test_cli.py::test_golden_verify_check_and_tampering", "golden check through the CLI, twice"),
     ("tests/test_cli.py::test_golden_generate", "the whole corpus generated through the CLI"),
-    ("tests/test_diagnosis.py::test_the_catalogue_is_named_at_90_percent_and_fast",
+    ("tests/test_diagnosis.py::test_the_catalogue_is_named_at_90_percent",
      "every nameable mutant run over its ops' cases with diagnosis"),
     ("tests/test_subprocess_adapter.py::test_crash_timeout_and_garbage_are_errors_and_the_child_is_restarted",
      "waits out per-case timeouts of a hanging child"),

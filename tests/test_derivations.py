@@ -14,11 +14,11 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "derivations"
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.name)
 def test_symbolic(claim):
-    start = time.monotonic()
+    start = time.process_time()
     derivation = claim.derive()
     assert derivation.holds(), f"{claim.name}: residual {derivation.residual()}"
     assert derivation.assumptions
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10  # CPU seconds: a derivation that stops simplifying
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.name)

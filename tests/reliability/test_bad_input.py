@@ -52,7 +52,8 @@ BUILDING_BLOCKS = {
     "direct_output": "attention's direct path without weights, given the validated Pass",
     "workers": "the size of attention's thread pool (POSENC_REF_THREADS), no arguments",
 }
-TIME_LIMIT_S = 1.0
+TIME_LIMIT_S = 5.0
+"""CPU seconds a refusal may take: a refusal is microseconds of work, a hang or a built output unbounded."""
 
 
 def _call(row: Row) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
@@ -90,10 +91,10 @@ def test_every_base_call_is_valid(func: str) -> None:
 def test_bad_input_gets_the_declared_error(row: Row) -> None:
     func, _, _, exception, category, words = row
     function, args, kwargs = _call(row)
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(Exception) as info:
         function(*args, **kwargs)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     error = info.value
     assert type(error) is exception, f"{type(error).__name__}: {error}"
     message = str(error)

@@ -29,9 +29,10 @@ from posenc_ref.transformer_xl import xl_score
 
 
 def _timed(call):  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
+    """``call()``, checked to finish in under 5 s of CPU: these inputs once hung or built huge arrays."""
+    start = time.process_time()
     result = call()
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 5.0
     return result
 
 
