@@ -19,6 +19,7 @@ from posenc_ref import rope_scaling
 from posenc_ref.errors import SpecError
 from posenc_ref.opspec import REQUIRED, OpRecord
 from posenc_ref.runner.emulation import EMULATIONS, emulate
+from posenc_ref.runner.emulation import rope as rope_emulation
 from posenc_ref.tolerance import Dtype
 
 MAX_HYPOTHESES: Final = 256
@@ -253,6 +254,28 @@ def _precision(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
             yield label, _emulated(op.name, params, inputs, angles), params, inputs, None
 
 
+def _rope_apply_slips(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Iterator[
+        Hypothesis]:
+    """``rope.apply``: ggml's running-product angles; the attention factor on the pass-through channels."""
+    if op.name != "rope.apply":
+        return
+    full = op.full_params(params)
+
+    def running() -> Outputs:
+        op.call(params, inputs)  # the reference's errors
+        return {"y": rope_emulation.rotate_running_product(np.asarray(inputs["x"]), inputs["positions"], full)}
+    yield ("matches ggml's float32 running-product angles (theta = p, then theta *= base^(-2/d) after each pair; "
+           "pair i's angle rounded i times)"), running, params, inputs, None
+    factor, rd = float(full["attention_factor"]), full["rotary_dim"]
+    if factor != 1.0 and rd is not None and full["partial"] == "prefix" and int(rd) < np.shape(inputs["x"])[-1]:
+        def whole_head() -> Outputs:
+            y = np.array(op.call(params, inputs)["y"], dtype=np.float64)
+            y[..., int(rd):] *= factor
+            return {"y": y}
+        yield (f"attention factor {factor:.6g} also on the {np.shape(inputs['x'])[-1] - int(rd)} pass-through "
+               "channels: matches the reference with them scaled too"), whole_head, params, inputs, None
+
+
 def _emulated(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
               angles: Dtype) -> Callable[[], Outputs]:
     return lambda: emulate(op, params, inputs, output_dtype="float32", angle_dtype=angles)
@@ -270,6 +293,7 @@ def hypotheses(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
     found += list(_positions(op, params, inputs))
     found += list(_attention(op, params, inputs))
     found += list(_precision(op, params, inputs, dtype))
+    found += list(_rope_apply_slips(op, params, inputs))
     for label, changed in _fitted(op, params, failing):
         found.append((label, _call(op, changed, inputs), changed, inputs, None))
     found += list(_offsets(op, params, inputs))

@@ -172,6 +172,30 @@ def rotate_lowp(x: NDArray[Any], positions: NDArray[Any], params: Mapping[str, A
     return rotated, space
 
 
+def rotate_running_product(x: NDArray[Any], positions: NDArray[Any], params: Mapping[str, Any]) -> NDArray[Any]:
+    """x rotated in float32 at ggml's running-product angles (``ggml_rope`` with ``ext_factor`` 0).
+
+    ggml starts from ``theta = p`` and after each pair multiplies ``theta *= theta_scale`` with
+    ``theta_scale = powf(base, -2.0f / n_dims)``, all in float32: pair ``i``'s angle carries ``i``
+    roundings of the running product besides the rounding of ``theta_scale`` itself, so its error
+    grows with the pair index where ``p * w_i`` rounds once.
+    """
+    f32 = np.float32
+    head_dim = x.shape[-1]
+    rd = head_dim if params["rotary_dim"] is None else int(params["rotary_dim"])
+    space = rd if params["partial"] == "prefix" else head_dim
+    scale = f32(np.power(f32(params["base"]), f32(-2.0) / f32(space)))
+    pos = np.asarray(positions).astype(f32).reshape(-1, np.shape(positions)[-1])
+    angle = np.zeros(pos.shape + (space // 2,), dtype=f32)
+    theta = pos.copy()
+    for i in range(rd // 2):
+        angle[..., i] = theta
+        theta = (theta * scale).astype(f32)
+    angle = angle[:, None] if params["x_layout"] == "BHTD" else angle[:, :, None]
+    rotated: NDArray[Any] = rope._rotate(x.astype(f32), angle, space, params["layout"], params["attention_factor"])
+    return rotated
+
+
 def _apply(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
         str, NDArray[Any]]:
     rope.rope_apply(inputs["x"], inputs["positions"], **params)  # validation and errors
