@@ -1,6 +1,7 @@
 """The shipped corpus is intact and current; damage of every kind is reported by file name."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -300,7 +301,7 @@ def test_manifest_records_the_generator_versions_as_information(corpus_dir):
     from posenc_ref import __version__
 
     manifest = corpus.read_manifest(corpus_dir)
-    assert manifest["version"] == corpus.CORPUS_VERSION == "1.2.0"
+    assert manifest["version"] == corpus.CORPUS_VERSION == "1.3.0"
     assert set(manifest["generator"]["versions"]) == {"posenc-ref", "numpy", "mpmath"}
     assert corpus.generator_versions() == {"posenc-ref": __version__, "numpy": np.__version__,
                                            "mpmath": mpmath.__version__}
@@ -319,7 +320,7 @@ def test_generate_refuses_another_corpus_version_without_force(corpus_copy):
     manifest = json.loads((corpus_copy / "manifest.json").read_text())
     manifest["version"] = "1.0.0"
     (corpus_copy / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    with pytest.raises(corpus.GenerateRefused, match=r"holds corpus version 1\.0\.0.*writes version 1\.2\.0.*--force"):
+    with pytest.raises(corpus.GenerateRefused, match=rf"holds corpus version 1\.0\.0.*writes version {re.escape(corpus.CORPUS_VERSION)}.*--force"):
         corpus.generate(corpus_copy)
 
 

@@ -90,6 +90,14 @@ def _qkv(b: int, h: int, hkv: int, tq: int, tk: int, d: int, *, mask: Any = None
     return make
 
 
+def _large_logits(make: Any, factor: float) -> Any:
+    """``make``'s inputs with q and k multiplied by ``factor`` (logits by its square)."""
+    def scaled(rng: np.random.Generator) -> dict[str, Any]:
+        arrays = make(rng)
+        return {**arrays, "q": factor * arrays["q"], "k": factor * arrays["k"]}
+    return scaled
+
+
 def _relative_bias(tq: int, tk: int, h: int, q_offset: int) -> F64:
     """``-slope_h * |i - j|`` from explicit positions ``i = q_offset + row``, ``j = column``; (1, H, Tq, Tk)."""
     slopes = np.ldexp(1.0, -np.arange(1, h + 1))  # exact powers of two (no SIMD power)
@@ -156,6 +164,9 @@ def _attention_cases() -> tuple[Case, ...]:
              "explicit scale=1 (T5 attention has no 1/sqrt(D))"),
         Case("attention.scale.explicit", {"scale": 0.2, "causal": True}, _qkv(1, 2, 2, 6, 6, 16),
              "an explicit scale, D=16"),
+        Case("attention.logits_past_float32_exp.t6.d8", {"scale": 1.0}, _large_logits(_qkv(1, 2, 2, 6, 6, 8), 6.0),
+             "unscaled logits up to about 200 (q and k of norm 17): exp overflows float32 past 88.7, so a softmax "
+             "that skips the max subtraction returns inf / inf", kind="edge"),
         Case("attention.scale.deepseek_v3_multiplier", {"softmax_multiplier": _DEEPSEEK_V3_MULTIPLIER, "causal": True},
              _qkv(1, 4, 4, 6, 6, 16),
              "DeepSeek-V3 YaRN softmax multiplier (rope.inv_freq softmax_scale, factor 40) times 1/sqrt(D)"),

@@ -138,6 +138,13 @@ def _apply_cases() -> tuple[Case, ...]:
              "(B, T, H, D) with per-row positions (left padding)"),
         Case(f"{p}.attention_factor", {"attention_factor": 1.2772588722239782}, _x((1, 1, 3, 32), [0, 9, 4095]),
              "YaRN attention factor folded into cos and sin scales the rotated channels"),
+        Case(f"{p}.prefix.half.d96.rotary24.attention_factor", {"rotary_dim": 24, "attention_factor": 1.2772588722239782},
+             _x((1, 2, 4, 96), [0, 7, 4095, 131071]),
+             "partial prefix with an attention factor: it scales the 24 rotated channels only, never the pass-through"),
+        Case(f"{p}.half.d128.base10000.long", {}, _x((1, 2, 8, 128), LONG8),
+             "Llama 2 shape (head 128, base 1e4) at positions to 10^6: an angle rounded once per pair "
+             "(ggml's running product theta *= theta_scale rounds pair i's angle i times)",
+             kind="long_position", flags=("LongPosition",)),
         Case(f"{p}.decode_offset", {}, _x((1, 2, 1, 64), [4100]), "one decoding step at position 4100", kind="edge"),
         Case(f"{p}.interleaved_to_half.rotary32.d64", {"layout": "interleaved_to_half", "rotary_dim": 32},
              _x((1, 1, 3, 64), [0, 5, 4095]), "DeepSeek-V3 order on a rope-part prefix", kind="edge"),

@@ -82,6 +82,13 @@ def _inv_freq_cases() -> tuple[Case, ...]:
         Case(f"{p}.yarn.mscale_without_all_dim", {**YARN, "dim": 64, "factor": 40.0, "original_max_position": 4096,
                                                   "mscale": 0.707}, {},
              "mscale set, mscale_all_dim unset: transformers uses g(s, 1), vLLM DeepSeek g(s, mscale)", kind="edge"),
+        Case(f"{p}.yarn.mscale_all_dim_only", {**YARN, "dim": 64, "factor": 40.0, "original_max_position": 4096,
+                                               "mscale_all_dim": 1.0}, {},
+             "mscale_all_dim set, mscale unset: transformers uses g(s, 1) = 1.3689 and softmax scale g(s, 1)^2; "
+             "reading the unset mscale as 1 gives g(s, 1) / g(s, 1) = 1", kind="edge"),
+        Case(f"{p}.yarn.explicit_attention_factor_below_1", {**YARN, "dim": 128, "factor": 16.0,
+                                                         "original_max_position": 4096, "attention_factor": 0.8}, {},
+             "an explicit attention_factor other than 1 is returned as given (not squared, not times g(s, 1))"),
         Case(f"{p}.yarn.vllm_deepseek.mscale_only", {**YARN, "dim": 64, "factor": 40.0, "original_max_position": 4096,
                                                      "mscale": 0.707, "yarn_convention": "vllm_deepseek"}, {},
              "vLLM DeepseekScalingRotaryEmbedding: mscale_all_dim defaults to 0, factor g(s, 0.707)"),

@@ -127,6 +127,20 @@ def _bias_inside_scale(op: str, params: Mapping[str, Any], inputs: Mapping[str, 
     return attention(q, k, v, bias=bias * scale, scale=scale, return_weights=True, **kwargs)  # (q.k + b) * scale
 
 
+def _softmax_without_max(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    p = _pass(params, inputs)
+    s = _logits(p).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(s)  # the bug: no max subtraction, so exp overflows float32 past 88.7
+        weights = (e / e.sum(axis=-1, keepdims=True)).astype(np.float64)
+    return _finish(p, weights)
+
+
+def _shaw_sign_swapped(op: str, params: dict[str, Any]) -> None:
+    if "sign" in params:
+        params["sign"] = {"key_minus_query": "query_minus_key", "query_minus_key": "key_minus_query"}[params["sign"]]
+
+
 MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("causal-alignment-swapped", "top-left and bottom-right causal alignment exchanged (Tq != Tk)",
            "torch SDPA is_causal (top-left) vs flash-attn flash_attn_func causal (bottom-right, its docstring)",
@@ -173,4 +187,10 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            ("attention.rope", "attention.alibi", "attention.t5", "attention.shaw", "attention.xl"),
            with_params(swap("alignment", {"bottom_right": "top_left", "top_left": "bottom_right"})),
            diagnosis="alignment="),
+    Mutant("softmax-without-max-subtraction", "float32 softmax as exp(s) / sum exp(s), without subtracting the row max",
+           "hand-written attention kernels (the max subtraction is what keeps exp finite)", ("attention",),
+           _softmax_without_max, dtype="float32"),
+    Mutant("attention-shaw-sign-swapped", "Shaw's distance taken as i - j where the op says j - i (or back)",
+           "transformers relative_key (i - j) vs tensor2tensor (j - i)", ("attention.shaw",),
+           with_params(_shaw_sign_swapped), diagnosis="sign="),
 )

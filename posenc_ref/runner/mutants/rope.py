@@ -194,6 +194,28 @@ def _positions_minus_one(op: str, params: Mapping[str, Any], inputs: Mapping[str
     return c, s
 
 
+def _ggml_running_product(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    get_op(op).call(params, inputs)  # the reference's validation and errors
+    return emu.rotate_running_product(np.asarray(inputs["x"]), inputs["positions"], get_op(op).full_params(params))
+
+
+def _factor_on_pass_through(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    y = get_op(op).call(params, inputs)
+    full = get_op(op).full_params(params)
+    if full["rotary_dim"] is None or full["partial"] != "prefix":
+        return y
+    out = np.array(y["y"], dtype=np.float64)
+    out[..., int(full["rotary_dim"]):] *= float(full["attention_factor"])  # the bug: the untouched channels too
+    return {"y": out}
+
+
+def _yarn_mscale_unset_as_one(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    if (params.get("rope_type") != "yarn" or params.get("mscale_all_dim") is None or params.get("mscale") is not None
+            or params.get("attention_factor") is not None):
+        return get_op(op).call(params, inputs)
+    return get_op(op).call({**params, "mscale": 1.0}, inputs)  # g(s, 1) / g(s, m_all): the ratio rule applied
+
+
 MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("rope-layout-swapped", "half-split (rotate_half) and interleaved pairs exchanged",
            "huggingface/transformers#25199; keras-team/keras-hub#1416", _ROTATING,
@@ -250,4 +272,14 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("rope-positions-minus-one", "positions start at -1 (position_ids = cumsum(mask) - 2)",
            "huggingface/transformers generation position_ids", ("rope.apply", "rope.cos_sin"), _positions_minus_one,
            diagnosis="positions - 1"),
+    Mutant("rope-ggml-running-product", "angles by a float32 running product theta *= base^(-2/d) from theta = p",
+           "ggml-org/llama.cpp ggml_rope (ggml-cpu rope_yarn loop: theta *= theta_scale)", ("rope.apply",),
+           _ggml_running_product, dtype="float32", diagnosis="running-product angles"),
+    Mutant("rope-attention-factor-on-pass-through", "the attention factor also multiplies the channels left unrotated",
+           "partial-rotary ports that scale the whole head (cos/sin padded with the factor instead of 1)",
+           ("rope.apply",), _factor_on_pass_through, diagnosis="pass-through channels"),
+    Mutant("rope-yarn-mscale-unset-as-one", "YaRN with only mscale_all_dim set: the unset mscale read as 1, "
+           "so the ratio g(s, 1) / g(s, mscale_all_dim) is used where transformers uses g(s, 1)",
+           "ports that default mscale to 1 before transformers' `if mscale and mscale_all_dim` test",
+           ("rope.inv_freq",), _yarn_mscale_unset_as_one, diagnosis="vLLM DeepSeek mscale rule"),
 )
