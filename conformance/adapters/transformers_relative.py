@@ -138,9 +138,29 @@ def bloom_alibi() -> Adapter:
              "alibi.bias": "transformers BLOOM build_alibi_tensor on the left-padding mask that numbers the keys"}
     caps = {"alibi.slopes": {"slope_rule": ("press",), "bias_max": (8.0,)}, "alibi.mask_positions": {},
             "alibi.bias": {"slope_rule": ("press",), "bias_max": (8.0,), "form": ("key_only",)}}
-    return Adapter("transformers-bloom-alibi", _version(), "float32",
-                   {"alibi.slopes": _bloom_slopes, "alibi.mask_positions": _bloom_mask_positions,
-                    "alibi.bias": _bloom_bias}, caps, calls)
+    return _BloomAdapter("transformers-bloom-alibi", _version(), "float32",
+                         {"alibi.slopes": _bloom_slopes, "alibi.mask_positions": _bloom_mask_positions,
+                          "alibi.bias": _bloom_bias}, caps, calls)
+
+
+class _BloomAdapter(Adapter):
+    """BLOOM numbers its keys from an attention mask: key positions other than a left-padded
+    ``0..n-1`` cannot be given to it, so such ``alibi.bias`` cases are not applicable."""
+
+    def supports(self, op: str, params: Mapping[str, Any], case_kind: str,
+                 inputs: Mapping[str, np.ndarray]) -> bool | str:
+        if op not in self.capabilities:
+            return f"{op} not supported"
+        if case_kind == "valid":
+            for name, values in self.capabilities[op].items():
+                if params.get(name) not in values:
+                    return f"{op}: {name}={params.get(name)!r} not supported"
+            if op == "alibi.bias" and "key_positions" in inputs:
+                try:
+                    _bloom_key_masks(np.asarray(inputs["key_positions"]))
+                except RuntimeError as exc:
+                    return f"BLOOM builds key positions from an attention mask: {exc}"
+        return True
 
 
 def mpt_alibi() -> Adapter:
@@ -200,6 +220,10 @@ def _shaw_relative_key(table: np.ndarray, queries: np.ndarray, qp: np.ndarray, k
                                     right_max_position_embeddings=k)
     module = w2v.Wav2Vec2BertSelfAttention(config).to(compute)
     module.scaling = 1.0  # the op is unscaled (the module's own head_size**-0.5 is attention's scale)
+    # The module numbers positions 0..L-1 itself and reads distances only: the positions are moved
+    # down by their common minimum so that a case at positions near 10^6 does not build a 10^6 grid.
+    low = int(min(qp.min(), kp.min())) if qp.size and kp.size else 0
+    qp, kp = qp - low, kp - low
     tq = qp.size
     query = torch.zeros(tq, 1, int(qp.max()) + 1, table.shape[1], dtype=compute)
     query[torch.arange(tq), 0, torch.from_numpy(qp)] = torch.from_numpy(queries).to(compute)
