@@ -3,4 +3,4 @@
 Written by ``posenc-ref golden generate`` (:func:`posenc_ref.corpus.record_shipped_digest`); never edit by hand.
 """
 
-MANIFEST_SHA256 = "6fec70c72f9fd658ee35eb664d8b6b6cff0eb413608f0cd24281118d29b91cc9"
+MANIFEST_SHA256 = "374ff312d8f4143265ba55324d240a1e02a85b0ca1043e98af66a02b2f273497"

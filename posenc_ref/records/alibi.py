@@ -112,6 +112,14 @@ def _bias_cases() -> tuple[Case, ...]:
              "batched positions (B=2) from a left-padded mask: output (B, H, Tq, Tk)"),
         Case("alibi.bias.relative_causal.h4.long", {"num_heads": 4}, _qk([4095, 2048], [0, 1, 1000, 2047, 4095]),
              "positions up to 4095: bias magnitude up to 2047.5", kind="long_position", flags=("LongPosition",)),
+        *(Case(f"alibi.bias.{form}.h4.long", {"num_heads": 4, "form": form},
+               _qk([4095, 8191], [0, 4095, 8000, 8191]),
+               f"form={form} at positions to 8191 (Tq=2 < Tk=4): biases up to 2048, inside float16's range",
+               kind="long_position", flags=("LongPosition",))
+          for form in ("key_only", "symmetric", "bottom_right")),
+        Case("alibi.bias.relative_causal.h6.geometric.long", {"num_heads": 6, "slope_rule": "geometric"},
+             _qk([8191, 131071], [0, 8191, 131071]), "geometric slopes (6 heads, not a power of two) to 131071",
+             kind="long_position", flags=("LongPosition",)),
     ]
     errors: list[tuple[str, dict[str, Any], dict[str, Any], ErrorCategory, str]] = [
         ("num_heads0", {"num_heads": 0}, _SQUARE, "invalid_argument", "num_heads < 1"),

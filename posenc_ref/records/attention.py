@@ -171,6 +171,8 @@ def _attention_cases() -> tuple[Case, ...]:
              _qkv(1, 4, 4, 6, 6, 16),
              "DeepSeek-V3 YaRN softmax multiplier (rope.inv_freq softmax_scale, factor 40) times 1/sqrt(D)"),
     ]
+    cases.append(Case("attention.fully_masked.error.no_empty_row", {"fully_masked": "error", "causal": True},
+                      _qkv(1, 2, 2, 4, 6, 4), "fully_masked='error' where every row keeps a key: the plain output"))
     for policy in ("zeros", "nan", "uniform"):
         cases.append(Case(
             f"attention.fully_masked.{policy}", {"fully_masked": policy},

@@ -102,6 +102,11 @@ INDEX = OpRecord(
                f"a 600-token sequence, distance_clamp={clamp}: from |i - j| >= 512 the two conventions read "
                "different rows (row 0 vs row 1 on the negative side)", flags=("KnownAnswer",))
           for clamp in db.DISTANCE_CLAMPS),
+        *(Case(f"deberta.index.long.{clamp}", {"distance_clamp": clamp},
+               _qk([4095, 10**6], [0, 4095, 4607, 999488, 10**6]),
+               f"positions to 10^6 under distance_clamp={clamp}: distances of 10^6 land on the outer rows",
+               kind="long_position", flags=("LongPosition",))
+          for clamp in db.DISTANCE_CLAMPS),
         Case("deberta.index.cross_tq3_tk9", {"position_buckets": 8, "max_relative_positions": 16},
              _qk([2, 5, 30], np.arange(9)), "Tq=3 != Tk=9 with offset query positions", flags=("CrossAttention",)),
         Case("deberta.index.batched", {"position_buckets": 16, "max_relative_positions": 64},
@@ -144,6 +149,10 @@ SCORES = OpRecord(
              "distances past M - 1 = 15: the index clamp and the distance clamp both matter"),
         Case("deberta.scores.c2p_p2c.beyond_m.clamped", {**_SMALL, "distance_clamp": "max_relative_positions"},
              _score_inputs([0, 20], np.arange(0, 40, 3)), "as above under the original's distance clamp"),
+        *(Case(f"deberta.scores.c2p_p2c.long.{clamp}", {**_SMALL, "distance_clamp": clamp},
+               _score_inputs([4095, 10**6], [0, 4090, 4095, 999990, 10**6]),
+               f"positions to 10^6 under distance_clamp={clamp}", kind="long_position", flags=("LongPosition",))
+          for clamp in db.DISTANCE_CLAMPS),
         Case("deberta.scores.c2p.cross_tq3_tk7", {**_SMALL, "pos_att_type": "c2p"},
              _score_inputs([3, 4, 5], np.arange(7)), "c2p only (scale sqrt(2 d)); Tq=3 != Tk=7, offset queries",
              flags=("CrossAttention",)),

@@ -55,6 +55,13 @@ XPOS = OpRecord(
              "positions near 4096 in a window of 4", kind="long_position", flags=("LongPosition",)),
         Case("rope.xpos.half.bthd", {"layout": "half", "x_layout": "BTHD"}, _qk_window((2, 6, 2, 16), range(6)),
              "half-split pairs, (B, T, H, D)"),
+        Case("rope.xpos.torchscale.long.d32", {"centring": "torchscale", "scale_base": 1024.0},
+             _qk_window((1, 1, 5, 32), [4094, 4095, 4096, 4097, 4098]),
+             "torchscale centring on an odd window near 4096 (scale base 1024: weights inside float16's range)",
+             kind="long_position", flags=("LongPosition",)),
+        Case("rope.xpos.bthd.long.d16", {"x_layout": "BTHD", "scale_base": 512.0},
+             _qk_window((1, 4, 2, 16), [4094, 4095, 4096, 4097]),
+             "(B, T, H, D) near 4096", kind="long_position", flags=("LongPosition",)),
     ] + error_cases("rope.xpos", [
         ("scale_base_zero", {"scale_base": 0.0}, _qk_window((1, 1, 2, 8), [0, 1]), "invalid_argument",
          "scale_base <= 0"),

@@ -37,15 +37,16 @@ def _pos(*values: int) -> NDArray[np.int64]:
     return np.array(values, dtype=np.int64)
 
 
-def _shaw_inputs(tq: int, tk: int, dim: int, k: int, q_start: int | None = None, *, output: bool = False) -> Any:
-    start = tk - tq if q_start is None else q_start
+def _shaw_inputs(tq: int, tk: int, dim: int, k: int, q_start: int | None = None, *, output: bool = False,
+                 offset: int = 0) -> Any:
+    start = (tk - tq if q_start is None else q_start) + offset
 
     def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
         first = ("weights", rng.dirichlet(np.ones(tk), size=tq)) if output else ("q", rng.normal(size=(tq, dim)))
         second = ("v", rng.normal(size=(tk, dim))) if output else ("k", rng.normal(size=(tk, dim)))
         table = ("rel_values" if output else "rel_keys", rng.normal(size=(2 * k + 1, dim)))
         return dict([first, second, table, ("q_positions", np.arange(start, start + tq)),
-                     ("k_positions", np.arange(tk))])
+                     ("k_positions", np.arange(offset, offset + tk))])
     return make
 
 
@@ -65,6 +66,11 @@ def _shaw_cases(op: str, output: bool) -> tuple[Case, ...]:
         Case(f"shaw.{op}.offset_positions.k2", {"max_relative_position": 2},
              _shaw_inputs(4, 9, 4, 2, q_start=3, output=output),
              "queries at key positions 3..6 of 0..8 (not the last ones): explicit offsets"),
+        *(Case(f"shaw.{op}.long.k2.{sign}", {"max_relative_position": 2, "sign": sign},
+               _shaw_inputs(4, 6, 4, 2, output=output, offset=999994),
+               f"sign={sign} at positions 999994..10^6-1: only the distances matter", kind="long_position",
+               flags=("LongPosition",))
+          for sign in ("key_minus_query", "query_minus_key")),
     ]
     base = _shaw_inputs(4, 4, 4, 2, output=output)(np.random.default_rng(5))
     table = "rel_values" if output else "rel_keys"
@@ -96,6 +102,11 @@ def _index_cases() -> tuple[Case, ...]:
              "clip(j - i, -2, 2) + 2 over 6 positions", flags=("KnownAnswer",)),
         Case("shaw.index.self.t6.k2.query_minus_key", {"max_relative_position": 2, "sign": "query_minus_key"},
              both(np.arange(6), np.arange(6)), "sign i - j: the transposed index"),
+        *(Case(f"shaw.index.long.k3.{sign}", {"max_relative_position": 3, "sign": sign},
+               both(np.arange(999995, 999999), np.arange(999992, 10**6)),
+               f"sign={sign} at positions to 10^6 - 1: the index depends on the distances only",
+               kind="long_position", flags=("LongPosition",))
+          for sign in ("key_minus_query", "query_minus_key")),
         Case("shaw.index.memory.tq3.tk7.k3", {"max_relative_position": 3}, both(np.arange(4, 7), np.arange(7)),
              "memory: queries are the last 3 of 7 key positions", kind="edge"),
         Case("shaw.index.cache.tq1.tk10.k4", {"max_relative_position": 4}, both(_pos(9), np.arange(10)),

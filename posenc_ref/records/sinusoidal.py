@@ -63,6 +63,16 @@ def _table_cases() -> tuple[Case, ...]:
             "positions up to 10^6: the phase-aware tolerance at long positions",
             kind="long_position", flags=("LongPosition",),
         ))
+    for layout in ("concat_sin_cos", "concat_cos_sin"):
+        cases.append(Case(
+            f"sinusoidal.table.{layout}.long_positions.d32", {"dim": 32, "layout": layout}, _LONG,
+            f"layout={layout} at positions up to 10^6", kind="long_position", flags=("LongPosition",)))
+    for policy in ("zero_pad_last", "sin_gets_extra"):
+        cases.append(Case(
+            f"sinusoidal.table.odd_width.{policy}.long_positions.d9",
+            {"dim": 9, "ladder": "t2t" if policy == "zero_pad_last" else "paper", "odd_width": policy}, _LONG,
+            f"odd width d=9 under odd_width={policy} at positions up to 10^6", kind="long_position",
+            flags=("LongPosition", "OddWidth")))
     for layout in sn.LAYOUTS:
         for policy in ("zero_pad_last", "sin_gets_extra"):
             cases.append(Case(

@@ -130,6 +130,13 @@ def _bias_cases() -> tuple[Case, ...]:
              "a square (8, 8) table: a transposed layout is not caught by the shape, only by the values", kind="edge"),
         Case("t5.bias.bidirectional.long", {}, _bias_inputs([0, 5000], [0, 90, 91, 4999, 10000]),
              "long positions: bucket 15/31 far from the query", kind="long_position", flags=("LongPosition",)),
+        Case("t5.bias.unidirectional.long", {"direction": "unidirectional"},
+             _bias_inputs([4095, 10**6], [0, 4000, 4095, 999872, 10**6]),
+             "decoder buckets at positions to 10^6: past keys far away read the last bucket, future keys bucket 0",
+             kind="long_position", flags=("LongPosition",)),
+        Case("t5.bias.heads_buckets.long", {"table_layout": "heads_buckets"},
+             _bias_inputs([0, 5000], [0, 90, 91, 4999, 10000], layout="heads_buckets"),
+             "the (H, num_buckets) table at long positions", kind="long_position", flags=("LongPosition",)),
     ]
     errors: list[tuple[str, dict[str, Any], Any, ErrorCategory, str]] = [
         ("table_rows_mismatch", {"num_buckets": 16}, _bias_inputs(np.arange(3), np.arange(3)), "invalid_shape",
