@@ -200,7 +200,8 @@ def _message(exc: BaseException) -> str:
     """The first lines of an exception's message, up to 240 characters (a pydantic
     ValidationError's first line only counts the errors; the next ones say which)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()][:3]
-    return " / ".join(lines)[:240]
+    text = re.sub(r"[^\s'\"]*posenc-vllm-[A-Za-z0-9_]+", "<config folder>", " / ".join(lines))  # the mkdtemp name
+    return text[:240]
 
 
 def _attention(model: Any, layer: int) -> Any:
