@@ -266,14 +266,13 @@ def _rope_apply_slips(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[s
         return {"y": rope_emulation.rotate_running_product(np.asarray(inputs["x"]), inputs["positions"], full)}
     yield ("matches ggml's float32 running-product angles (theta = p, then theta *= base^(-2/d) after each pair; "
            "pair i's angle rounded i times)"), running, params, inputs, None
-    factor, rd = float(full["attention_factor"]), full["rotary_dim"]
-    if factor != 1.0 and rd is not None and full["partial"] == "prefix" and int(rd) < np.shape(inputs["x"])[-1]:
+    head_dim = np.shape(inputs["x"])[-1]
+    if rope_emulation.has_pass_through_factor(full, head_dim):
         def whole_head() -> Outputs:
-            y = np.array(op.call(params, inputs)["y"], dtype=np.float64)
-            y[..., int(rd):] *= factor
-            return {"y": y}
-        yield (f"attention factor {factor:.6g} also on the {np.shape(inputs['x'])[-1] - int(rd)} pass-through "
-               "channels: matches the reference with them scaled too"), whole_head, params, inputs, None
+            return {"y": rope_emulation.factor_on_pass_through(op.call(params, inputs)["y"], full)}
+        yield (f"attention factor {float(full['attention_factor']):.6g} also on the "
+               f"{head_dim - int(full['rotary_dim'])} pass-through channels: matches the reference with them "
+               "scaled too"), whole_head, params, inputs, None
 
 
 def _emulated(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],

@@ -196,6 +196,22 @@ def rotate_running_product(x: NDArray[Any], positions: NDArray[Any], params: Map
     return rotated
 
 
+def has_pass_through_factor(params: Mapping[str, Any], head_dim: int) -> bool:
+    """Whether a ``rope.apply`` case (full parameters) has an attention factor other than 1 and
+    prefix pass-through channels for :func:`factor_on_pass_through` to scale."""
+    rd = params["rotary_dim"]
+    return (float(params["attention_factor"]) != 1.0 and rd is not None and params["partial"] == "prefix"
+            and int(rd) < head_dim)
+
+
+def factor_on_pass_through(y: NDArray[Any], params: Mapping[str, Any]) -> NDArray[Any]:
+    """``rope.apply``'s output ``y`` with the attention factor applied to the prefix pass-through
+    channels too (a whole-head scale); ``params`` are the case's full parameters."""
+    scaled = np.array(y, dtype=np.float64)
+    scaled[..., int(params["rotary_dim"]):] *= float(params["attention_factor"])
+    return scaled
+
+
 def _apply(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
         str, NDArray[Any]]:
     rope.rope_apply(inputs["x"], inputs["positions"], **params)  # validation and errors

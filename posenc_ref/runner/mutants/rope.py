@@ -200,13 +200,10 @@ def _ggml_running_product(op: str, params: Mapping[str, Any], inputs: Mapping[st
 
 
 def _factor_on_pass_through(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
-    y = get_op(op).call(params, inputs)
-    full = get_op(op).full_params(params)
-    if full["rotary_dim"] is None or full["partial"] != "prefix":
+    y, full = get_op(op).call(params, inputs), get_op(op).full_params(params)
+    if not emu.has_pass_through_factor(full, np.shape(inputs["x"])[-1]):
         return y
-    out = np.array(y["y"], dtype=np.float64)
-    out[..., int(full["rotary_dim"]):] *= float(full["attention_factor"])  # the bug: the untouched channels too
-    return {"y": out}
+    return {"y": emu.factor_on_pass_through(y["y"], full)}  # the bug: the untouched channels scaled too
 
 
 def _yarn_mscale_unset_as_one(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
