@@ -49,8 +49,10 @@ from posenc_ref.rope import (
     rope_cos_sin,
     rope_layout_permutation,
     rope_rotate,
+    rope_rotate_cached,
     rope_scores,
     rotary_frequencies,
+    scaled_frequencies,
 )
 from posenc_ref.rope_scaling import longrope_inv_freq, rope_inv_freq, yarn_correction_range, yarn_mscale, yarn_ramp
 from posenc_ref.rope_variants import mrope_cos_sin, mrope_stream, rope_xpos, xpos_centre, xpos_zeta
@@ -113,9 +115,11 @@ __all__ = [
     "rope_layout_permutation",
     "rope_qk",
     "rope_rotate",
+    "rope_rotate_cached",
     "rope_scores",
     "rope_xpos",
     "rotary_frequencies",
+    "scaled_frequencies",
     "shaw_logits",
     "shaw_output",
     "shaw_relative_index",

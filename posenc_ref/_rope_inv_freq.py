@@ -114,6 +114,7 @@ class Settings:
     mscale_all_dim: float | None
     attention_factor: float | None
     truncate: bool
+    ext_factor: float
     partial_rotary_factor: float
     short_factor: Any
     long_factor: Any
@@ -185,12 +186,17 @@ def _yarn(a: Settings) -> InvFreq:
     m_all = None if a.mscale_all_dim is None else check_float(_FUNC, "mscale_all_dim", a.mscale_all_dim,
                                                               nonnegative=True)
     truncate = bool(a.truncate)
+    ext = check_float(_FUNC, "ext_factor", a.ext_factor, nonnegative=True)
+    if ext > 1.0:
+        raise SpecError(f"{_FUNC}: ext_factor must be in [0, 1] (ggml's ramp weight), got ext_factor={ext!r}")
     s = a.s
     if a.yarn_convention == "vllm_deepseek":
         truncate = True  # Note: vLLM's DeepSeek class always floors/ceils
         factor_a = yarn_mscale(s, 1.0 if m is None else m) / yarn_mscale(s, 0.0 if m_all is None else m_all)
     elif a.attention_factor is not None:
         factor_a = check_float(_FUNC, "attention_factor", a.attention_factor, positive=True)
+    elif ext == 0.0:
+        factor_a = 1.0  # Note: ggml's rope_yarn applies its magnitude correction only when ext_factor != 0
     elif m and m_all:
         factor_a = yarn_mscale(s, m) / yarn_mscale(s, m_all)
     else:
@@ -199,6 +205,8 @@ def _yarn(a: Settings) -> InvFreq:
                                       beta_slow=slow, truncate=truncate)
     w = a.plain()
     ramp = yarn_ramp(low, high, a.dim // 2)  # (P,)
+    if ext != 1.0:  # Note: ggml scales the extrapolation weight 1 - ramp by ext_factor
+        ramp = ramp + (1.0 - ramp) * (1.0 - ext)
     scaled = w * (1.0 - ramp) + (w / s) * ramp
     softmax = yarn_mscale(s, m_all) ** 2 if m_all else 1.0
     return scaled, np.array([factor_a]), np.array([softmax])

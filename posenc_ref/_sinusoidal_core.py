@@ -4,12 +4,12 @@ the fairseq rows); that module is the spec page and names the rules these follow
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import SpecError, check_exact_range, check_int, check_positions, check_size
+from posenc_ref.errors import SpecError, check_choice, check_exact_range, check_int, check_positions, check_size
 
 
 def _frequencies(func: str, dim: int, base: float, ladder: str, odd_width: str) -> NDArray[np.float64]:
@@ -40,8 +40,13 @@ def _column_slices(dim: int, count: int, layout: str, odd_width: str) -> tuple[s
     return slice(n_cos, n_cos + n_sin), slice(0, n_cos), n_cos
 
 
-def _fairseq_rows(func: str, tokens: Any, padding_idx: Any, past_length: Any) -> NDArray[np.int64]:
+CACHE_RULES: Final = ("fairseq", "m2m100")
+
+
+def _fairseq_rows(func: str, tokens: Any, padding_idx: Any, past_length: Any,
+                  cache_rule: Any = "fairseq") -> NDArray[np.int64]:
     """:func:`fairseq_positions`; errors name ``func``."""
+    check_choice(func, "cache_rule", cache_rule, CACHE_RULES)
     padding_idx = check_int(func, "padding_idx", padding_idx, minimum=0)
     past_length = check_int(func, "past_length", past_length, minimum=0)
     ids = check_positions(func, "tokens", tokens, nonnegative=True)
@@ -49,6 +54,10 @@ def _fairseq_rows(func: str, tokens: Any, padding_idx: Any, past_length: Any) ->
         raise SpecError(f"{func}: tokens must have shape (B, T), got shape {ids.shape}", category="invalid_shape")
     check_exact_range(func, "padding_idx + past_length + the number of tokens", 0,
                       padding_idx + past_length + ids.shape[1] + 1)
+    real = (ids != padding_idx).astype(np.int64)
+    if cache_rule == "m2m100":  # Note: any chunk after the cache; padding in the chunk keeps the padding row
+        m2m: NDArray[np.int64] = (np.cumsum(real, axis=1) + past_length) * real + padding_idx
+        return m2m
     if past_length:
         if ids.shape[1] != 1:
             raise SpecError(
@@ -56,6 +65,5 @@ def _fairseq_rows(func: str, tokens: Any, padding_idx: Any, past_length: Any) ->
                 f"got tokens of shape {ids.shape}"
             )
         return np.full(ids.shape, padding_idx + past_length + 1, dtype=np.int64)
-    real = (ids != padding_idx).astype(np.int64)
     rows: NDArray[np.int64] = np.cumsum(real, axis=1) * real + padding_idx
     return rows

@@ -65,7 +65,8 @@ from posenc_ref._rope_rotation import rotate_pairs as _rotate_pairs
 from posenc_ref._rope_rotation import validate_x as _validate_x
 from posenc_ref._rope_rotation import xpos_scores
 from posenc_ref.errors import (SpecError, check_choice, check_float, check_float_array, check_int, check_phase_range,
-                               check_positions, check_size)
+                               check_positions, check_size, raised_by)
+from posenc_ref.rope_scaling import rope_inv_freq
 
 Layout = Literal["half", "interleaved", "interleaved_to_half"]
 LAYOUTS: Final = ("half", "interleaved", "interleaved_to_half")
@@ -167,6 +168,58 @@ def rotary_frequencies(head_dim: int, *, base: float, rotary_dim: int | None, pa
     return space, np.where(i < rd // 2, base ** -((2.0 * i) / space), 0.0)
 
 
+SCALING: Final = {
+    "rope_type": "default", "factor": None, "original_max_position": None, "context_length": None,
+    "low_freq_factor": None, "high_freq_factor": None, "beta_fast": None, "beta_slow": None, "mscale": None,
+    "mscale_all_dim": None, "scaling_attention_factor": None, "truncate": True, "ext_factor": 1.0,
+    "short_factor": None, "long_factor": None, "dynamic_convention": "transformers", "yarn_convention": "transformers",
+}
+"""The scaling keywords of :func:`rope_apply` and :func:`rope_scores`, with their defaults: those of
+:func:`posenc_ref.rope_scaling.rope_inv_freq`, with its ``attention_factor`` named
+``scaling_attention_factor`` (the op's own ``attention_factor`` multiplies on top) and without
+``dim`` and ``partial_rotary_factor``, which the rotary space gives."""
+
+
+def scaled_frequencies(head_dim: int, *, base: float, rotary_dim: int | None, partial: str, func: str,
+                       **scaling: Any) -> tuple[int, NDArray[np.float64], float]:
+    """The rotary space width ``S``, its ``S/2`` frequencies and the scaling's attention factor.
+
+    ``scaling`` holds keywords of :data:`SCALING` (the rest take their defaults). The variant's
+    frequencies are :func:`posenc_ref.rope_scaling.rope_inv_freq` at ``dim = S`` (the exponent
+    width: ``rotary_dim`` for ``partial="prefix"``, the head for ``"proportional"``, whose pairs
+    from ``rotary_dim/2`` on then turn at frequency 0). ``rope_type="proportional"`` is that
+    rotation with the frequencies divided by ``factor``, so it needs ``partial="proportional"``.
+    The default type gives :func:`rotary_frequencies` bit for bit and factor 1.
+
+    Examples
+    --------
+    >>> space, w, a = scaled_frequencies(8, base=100.0, rotary_dim=4, partial="prefix", func="f",
+    ...                                  rope_type="linear", factor=2.0)
+    >>> space, w.tolist(), a
+    (4, [0.5, 0.05], 1.0)
+    """
+    unknown = sorted(set(scaling) - set(SCALING))
+    if unknown:
+        raise SpecError(f"{func}: unknown keyword {unknown[0]!r}; the scaling keywords are "
+                        f"{', '.join(SCALING)}")
+    options = {**SCALING, **scaling}
+    rope_type = options.pop("rope_type")
+    space, w = rotary_frequencies(head_dim, base=base, rotary_dim=rotary_dim, partial=partial, func=func)
+    if rope_type == "default" and all(options[k] is None if SCALING[k] is None else options[k] is SCALING[k]
+                                      or options[k] == SCALING[k] for k in options):
+        return space, w, 1.0
+    if rope_type == "proportional" and partial != "proportional":
+        raise SpecError(f"{func}: rope_type='proportional' rotates over the whole head and needs "
+                        f"partial='proportional', got partial={partial!r}")
+    explicit = options.pop("scaling_attention_factor")
+    with raised_by(func, "rope_inv_freq"):
+        scaled, factor, _ = rope_inv_freq(dim=space, base=base, rope_type=rope_type, attention_factor=explicit,
+                                          **options)
+    turning = space // 2 if rotary_dim is None or partial == "prefix" else int(rotary_dim) // 2
+    scaled[turning:] = 0.0  # Note: proportional rotation: pairs past rotary_dim / 2 never turn
+    return space, scaled, float(factor[0])
+
+
 def _angles(func: str, positions: Any, w: NDArray[np.float64], x_shape: tuple[int, ...], x_layout: str,
             name: str) -> NDArray[np.float64]:
     """Angles broadcastable against the (B, H or T, T or H, P) view of x."""
@@ -247,6 +300,77 @@ def rope_rotate(x: Any, cos: Any, sin: Any, /, *, layout: Layout = "half") -> ND
     return _finite(func, out)
 
 
+def rope_rotate_cached(
+    x: Any, positions: Any, cos_cache: Any, sin_cache: Any, /, *, layout: Literal["half", "interleaved"] = "half",
+    x_layout: Literal["BHTD", "BTHD"] = "BHTD",
+) -> NDArray[np.float64]:
+    """Rotate ``x`` with caller-given cos/sin caches, row ``positions[t]`` for token ``t``.
+
+    The contract of ONNX ``RotaryEmbedding`` (``position_ids`` into ``cos_cache``/``sin_cache``),
+    vLLM's ``cos_sin_cache`` indexed by ``positions`` and flash-attn's ``apply_rotary_emb`` (rows
+    from ``seqlen_offsets``): the rotation uses the numbers given, whatever frequencies, scaling
+    or attention factor made them, so a cache need not hold true cosines.
+
+    Parameters
+    ----------
+    x
+        Queries or keys, shape (B, H, T, D) (``x_layout="BHTD"``) or (B, T, H, D).
+    positions
+        Integer rows of the caches, >= 0 and < N, shape (T,) or (B, T).
+    cos_cache, sin_cache
+        Shape (N, P), the same: ``a cos(p w_i)``, ``a sin(p w_i)`` at row ``p`` (``width="half"``
+        tables of :func:`rope_cos_sin`). The first ``2P <= D`` channels rotate (ONNX
+        ``rotary_embedding_dim = 2P``); the rest pass through untouched.
+    layout
+        ``"half"`` (ONNX ``interleaved=0``, flash-attn ``interleaved=False``, vLLM
+        ``is_neox_style=True``) or ``"interleaved"``.
+    x_layout
+        Axis order of x.
+
+    Returns
+    -------
+    ndarray, same shape as x, float64
+
+    Raises
+    ------
+    SpecError
+        Caches not 2-D or of different shapes, ``2P > D``, a position outside the caches
+        (``out_of_range``), positions not matching T, non-finite inputs.
+
+    Examples
+    --------
+    >>> x = np.array([[[[1.0, 0.0]]]])
+    >>> rope_rotate_cached(x, [1], [[1.0], [0.0]], [[0.0], [1.0]]).tolist()
+    [[[[0.0, 1.0]]]]
+    """
+    func = "rope_rotate_cached"
+    check_choice(func, "layout", layout, ("half", "interleaved"))
+    values = _validate_x(func, "x", x, x_layout)
+    cos = check_float_array(func, "cos_cache", cos_cache, ndim=2)
+    sin = check_float_array(func, "sin_cache", sin_cache, ndim=2)
+    if cos.shape != sin.shape:
+        raise SpecError(f"{func}: cos_cache and sin_cache must have the same shape (N, P), got {cos.shape} and "
+                        f"{sin.shape}", category="invalid_shape")
+    if 2 * cos.shape[1] > values.shape[-1]:
+        raise SpecError(f"{func}: the caches rotate 2P = {2 * cos.shape[1]} channels, more than the head dim "
+                        f"{values.shape[-1]} of x", category="invalid_shape")
+    t_axis = 2 if x_layout == "BHTD" else 1
+    pos = check_positions(func, "positions", positions, min_ndim=1)
+    if (pos.ndim > 2 or pos.shape[-1] != values.shape[t_axis]
+            or (pos.ndim == 2 and pos.shape[0] not in (1, values.shape[0]))):
+        raise SpecError(f"{func}: positions must have shape (T,) or (B, T) with T={values.shape[t_axis]}, "
+                        f"B={values.shape[0]}, got shape {pos.shape}", category="invalid_shape")
+    if pos.size and int(pos.max()) >= cos.shape[0]:
+        where = tuple(int(i) for i in np.argwhere(pos >= cos.shape[0])[0])
+        raise SpecError(f"{func}: positions must be < the cache length N = {cos.shape[0]}, got {int(pos[where])} at "
+                        f"index {where}", category="out_of_range")
+    rows = pos.reshape(-1, pos.shape[-1])  # (B or 1, T)
+    c, s = cos[rows], sin[rows]  # (B or 1, T, P)
+    c, s = (c[:, None], s[:, None]) if x_layout == "BHTD" else (c[:, :, None], s[:, :, None])
+    with raised_by(func, "rope_rotate"):
+        return rope_rotate(values, c, s, layout=layout)
+
+
 def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layout: str,
             factor: float) -> NDArray[np.float64]:
     """:func:`rope_rotate` of ``x`` at ``angle`` with factor ``a``, through the memory-lean path."""
@@ -257,9 +381,9 @@ def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layo
 def rope_apply(
     x: Any, positions: Any, /, *, base: float = 10000.0, rotary_dim: int | None = None,
     partial: Literal["prefix", "proportional"] = "prefix", layout: Layout = "half",
-    x_layout: Literal["BHTD", "BTHD"] = "BHTD", attention_factor: float = 1.0,
+    x_layout: Literal["BHTD", "BTHD"] = "BHTD", attention_factor: float = 1.0, **scaling: Any,
 ) -> NDArray[np.float64]:
-    """Rotate ``x`` at explicit positions (default frequencies ``base**(-2i/S)``).
+    """Rotate ``x`` at explicit positions, at the frequencies of any RoPE scaling (default ``base**(-2i/S)``).
 
     Parameters
     ----------
@@ -274,7 +398,13 @@ def rope_apply(
     partial, layout, x_layout
         Conventions (module notes).
     attention_factor
-        Multiplies cos and sin (> 0).
+        Multiplies cos and sin (> 0), on top of the scaling's own factor.
+    **scaling
+        The scaling variant (:data:`SCALING`): ``rope_type`` and its parameters, as
+        :func:`posenc_ref.rope_scaling.rope_inv_freq` reads them, computed over the rotary
+        exponent width (:func:`scaled_frequencies`); its attention factor (YaRN's ``g(s)``,
+        LongRoPE's, or ``scaling_attention_factor`` where given) also multiplies cos and sin.
+        ``short_factor``/``long_factor`` are lists of ``S/2`` floats.
 
     Returns
     -------
@@ -284,7 +414,7 @@ def rope_apply(
     ------
     SpecError
         Odd ``rotary_dim``, ``rotary_dim > D``, unknown conventions, positions not matching T,
-        non-finite ``x``.
+        non-finite ``x``, any error of the scaling parameters (as ``rope_inv_freq`` raises it).
 
     Examples
     --------
@@ -301,20 +431,22 @@ def rope_apply(
     check_choice(func, "layout", layout, LAYOUTS)
     factor = check_float(func, "attention_factor", attention_factor, positive=True)
     values = _validate_x(func, "x", x, x_layout)
-    space, w = rotary_frequencies(values.shape[-1], base=base, rotary_dim=rotary_dim, partial=partial, func=func)
+    space, w, scaled = scaled_frequencies(values.shape[-1], base=base, rotary_dim=rotary_dim, partial=partial,
+                                          func=func, **scaling)
     angle = _angles(func, positions, w, values.shape, x_layout, "positions")
-    return _finite(func, _rotate(values, angle, space, layout, factor))
+    return _finite(func, _rotate(values, angle, space, layout, factor if scaled == 1.0 else factor * scaled))
 
 
 def rope_scores(
     q: Any, k: Any, q_positions: Any, k_positions: Any, /, *, base: float = 10000.0,
     rotary_dim: int | None = None, partial: Literal["prefix", "proportional"] = "prefix",
     layout: Literal["half", "interleaved"] = "half", x_layout: Literal["BHTD", "BTHD"] = "BHTD",
-    attention_factor: float = 1.0, xpos_scale_base: float | None = None,
+    attention_factor: float = 1.0, xpos_scale_base: float | None = None, **scaling: Any,
 ) -> NDArray[np.float64]:
     """Logits ``<R(m) q_m, R(n) k_n>`` after rotating q at its positions and k at its own.
 
-    Parameters are those of :func:`rope_apply`; with ``xpos_scale_base = B`` (> 0) pair ``i`` of
+    Parameters are those of :func:`rope_apply` (any scaling; the DeepSeek softmax multiplier
+    is the attention pass's, not part of the logits); with ``xpos_scale_base = B`` (> 0) pair ``i`` of
     the product is also weighted by ``zeta_i ** ((m - n) / B)``, ``zeta_i = (2i + 0.4 S)/(1.4 S)``
     (xPos, Sun et al. 2022, arXiv:2212.10554, eq. 7), whatever centre an implementation uses.
 
@@ -341,7 +473,9 @@ def rope_scores(
     if qv.shape[0] != kv.shape[0] or qv.shape[h_axis] != kv.shape[h_axis] or qv.shape[-1] != kv.shape[-1]:
         raise SpecError(f"{func}: q and k must agree on B, H and D, got {qv.shape} and {kv.shape}",
                         category="invalid_shape")
-    space, w = rotary_frequencies(qv.shape[-1], base=base, rotary_dim=rotary_dim, partial=partial, func=func)
+    space, w, scaled = scaled_frequencies(qv.shape[-1], base=base, rotary_dim=rotary_dim, partial=partial,
+                                          func=func, **scaling)
+    factor = factor if scaled == 1.0 else factor * scaled
     qr = _rotate(qv, _angles(func, q_positions, w, qv.shape, x_layout, "q_positions"), space, layout, factor)
     kr = _rotate(kv, _angles(func, k_positions, w, kv.shape, x_layout, "k_positions"), space, layout, factor)
     if x_layout == "BTHD":

@@ -21,8 +21,12 @@ cos and sin (so q.k logits are multiplied by :math:`a^2`):
   ``low = c(beta_fast)``, ``high = c(beta_slow)`` (floored / ceiled when ``truncate``),
   clamped to ``[0, d - 1]``; ``high += 0.001`` if equal; ramp
   :math:`\gamma_i = \mathrm{clip}((i - low)/(high - low), 0, 1)`;
-  :math:`w'_i = w_i(1-\gamma_i) + (w_i/s)\gamma_i`. Attention factor: explicit
-  ``attention_factor``; else :math:`g(s, m)/g(s, m_{all})` when ``mscale`` and ``mscale_all_dim``
+  :math:`w'_i = w_i(1-\gamma_i) + (w_i/s)\gamma_i`. ggml's ``ext_factor`` :math:`e \in [0, 1]`
+  scales the extrapolation weight :math:`1 - \gamma_i` (``rope_yarn``'s ``ramp_mix``): the blend
+  uses :math:`\gamma_i + (1 - \gamma_i)(1 - e)` in place of :math:`\gamma_i` (bit for bit
+  :math:`\gamma_i` at the default :math:`e = 1`). Attention factor: explicit
+  ``attention_factor``; else 1 when :math:`e = 0` (ggml applies its magnitude correction only
+  for :math:`e \ne 0`); else :math:`g(s, m)/g(s, m_{all})` when ``mscale`` and ``mscale_all_dim``
   are both non-zero; else :math:`g(s, 1)`, with :math:`g(s, m) = 0.1\,m\ln s + 1` for
   :math:`s > 1` and 1 otherwise. ``softmax_scale`` is the DeepSeek multiplier
   :math:`g(s, m_{all})^2` applied by the attention module (1 when ``mscale_all_dim`` is 0/None).
@@ -42,7 +46,8 @@ Conventions
   ``original_max_position`` is ``original_max_position_embeddings`` (for ``dynamic`` it is
   transformers' ``max_position_embeddings`` / vLLM's ``max_trained_positions``), ``factor``,
   ``low_freq_factor``, ``high_freq_factor``, ``beta_fast``, ``beta_slow``, ``mscale``,
-  ``mscale_all_dim``, ``attention_factor``, ``truncate``, ``partial_rotary_factor``. ``context_length``
+  ``mscale_all_dim``, ``attention_factor``, ``truncate``, ``partial_rotary_factor``; ``ext_factor``
+  is ggml's (``ggml_rope_ext``; llama.cpp ``--yarn-ext-factor``). ``context_length``
   is transformers' ``max(position_ids) + 1`` over the batch, passed explicitly.
 * ``yarn_convention``: ``"transformers"`` (5.x, as above) or ``"vllm_deepseek"`` (vLLM 0.33
   ``DeepseekScalingRotaryEmbedding``: always floor/ceil whatever ``truncate``, attention factor
@@ -112,6 +117,7 @@ def rope_inv_freq(
     mscale_all_dim: float | None = None,
     attention_factor: float | None = None,
     truncate: bool = True,
+    ext_factor: float = 1.0,
     partial_rotary_factor: float = 1.0,
     short_factor: Any = None,
     long_factor: Any = None,
@@ -139,6 +145,9 @@ def rope_inv_freq(
         Llama 3 band factors (required for llama3, ``low < high``).
     beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor, truncate
         YaRN parameters (``attention_factor`` also for longrope).
+    ext_factor
+        YaRN: ggml's ``ext_factor``, the weight of the ramp's extrapolation side, in [0, 1]; 1
+        (the default) is the YaRN paper and transformers, 0 interpolates every pair (``w/s``).
     partial_rotary_factor
         ``proportional``: fraction ``rho`` of the head that turns, in (0, 1].
     short_factor, long_factor
@@ -178,6 +187,8 @@ def rope_inv_freq(
     base = check_float(func, "base", base, positive=True)
     check_choice(func, "dynamic_convention", dynamic_convention, DYNAMIC_CONVENTIONS)
     check_choice(func, "yarn_convention", yarn_convention, YARN_CONVENTIONS)
+    if not 0.0 <= check_float(func, "ext_factor", ext_factor) <= 1.0:
+        raise SpecError(f"{func}: ext_factor must be in [0, 1] (ggml's ramp weight), got ext_factor={ext_factor!r}")
     if rope_type in _NEEDS_FACTOR or factor is not None:
         factor = check_float(func, "factor", required(rope_type, "factor", factor), positive=True)
         if factor < 1.0 and rope_type != "longrope":
@@ -187,7 +198,7 @@ def rope_inv_freq(
         original_max_position=original_max_position, context_length=context_length,
         low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast,
         beta_slow=beta_slow, mscale=mscale, mscale_all_dim=mscale_all_dim, attention_factor=attention_factor,
-        truncate=truncate, partial_rotary_factor=partial_rotary_factor, short_factor=short_factor,
+        truncate=truncate, ext_factor=ext_factor, partial_rotary_factor=partial_rotary_factor, short_factor=short_factor,
         long_factor=long_factor, dynamic_convention=dynamic_convention, yarn_convention=yarn_convention,
     )
     variant = VARIANTS[rope_type]

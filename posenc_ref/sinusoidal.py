@@ -250,7 +250,8 @@ def _table(func: str, positions: Any, dim: Any, base: Any, ladder: Any, layout: 
     return table
 
 
-def fairseq_positions(tokens: Any, /, *, padding_idx: int, past_length: int = 0) -> NDArray[np.int64]:
+def fairseq_positions(tokens: Any, /, *, padding_idx: int, past_length: int = 0,
+                      cache_rule: Literal["fairseq", "m2m100"] = "fairseq") -> NDArray[np.int64]:
     """fairseq's padding-aware table rows for a batch of token ids.
 
     Parameters
@@ -263,6 +264,12 @@ def fairseq_positions(tokens: Any, /, *, padding_idx: int, past_length: int = 0)
         Tokens already decoded. ``0``: full pass, row ``padding_idx + cumsum(non_pad)`` for real
         tokens and ``padding_idx`` for padding. ``> 0``: one incremental step (``T`` must be 1),
         every batch row reads ``padding_idx + past_length + 1`` (fairseq ignores padding there).
+    cache_rule
+        The rule for tokens after a cache. ``"fairseq"`` is as above. ``"m2m100"`` is transformers'
+        ``create_position_ids_from_input_ids(input_ids, padding_idx, past_key_values_length)``
+        (M2M100, NLLB-MoE). It takes a chunk of any length T after ``past_length`` tokens: each
+        real token reads ``padding_idx + past_length + cumsum(non_pad)``, counted within the chunk,
+        and padding keeps row ``padding_idx``. For ``T = 1`` and a real token the two rules agree.
 
     Returns
     -------
@@ -274,12 +281,18 @@ def fairseq_positions(tokens: Any, /, *, padding_idx: int, past_length: int = 0)
 
     >>> fairseq_positions([[1, 1, 7, 8], [5, 6, 7, 8]], padding_idx=1).tolist()
     [[1, 1, 2, 3], [2, 3, 4, 5]]
+
+    A chunk of three tokens after a cache of five, the last one padding:
+
+    >>> fairseq_positions([[7, 8, 1]], padding_idx=1, past_length=5, cache_rule="m2m100").tolist()
+    [[7, 8, 1]]
     """
-    return _fairseq_rows("fairseq_positions", tokens, padding_idx, past_length)
+    return _fairseq_rows("fairseq_positions", tokens, padding_idx, past_length, cache_rule)
 
 
 def fairseq_sinusoidal(
-    tokens: Any, /, *, dim: int, padding_idx: int, past_length: int = 0, base: float = 10000.0
+    tokens: Any, /, *, dim: int, padding_idx: int, past_length: int = 0, base: float = 10000.0,
+    cache_rule: Literal["fairseq", "m2m100"] = "fairseq",
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """fairseq ``SinusoidalPositionalEmbedding``: padding-aware rows of the t2t/concat table.
 
@@ -289,7 +302,7 @@ def fairseq_sinusoidal(
         See :func:`fairseq_positions`.
     dim
         Width, >= 4 (fairseq divides by ``dim // 2 - 1``); odd widths get a zero last column.
-    padding_idx, past_length
+    padding_idx, past_length, cache_rule
         See :func:`fairseq_positions`.
     base
         Ladder base (10000).
@@ -310,7 +323,7 @@ def fairseq_sinusoidal(
     """
     func = "fairseq_sinusoidal"
     dim = check_int(func, "dim", dim, minimum=4)
-    rows = _fairseq_rows(func, tokens, padding_idx, past_length)
+    rows = _fairseq_rows(func, tokens, padding_idx, past_length, cache_rule)
     table = _table(func, rows, dim, base, "t2t", "concat_sin_cos", "zero_pad_last", 0, 1.0)
     table[rows == padding_idx] = 0.0  # Note: fairseq zeroes the padding row of its table.
     return rows, table

@@ -41,9 +41,11 @@ def _yarn(params: Mapping[str, Any]) -> tuple[list[Any], Any, Any]:
     low, high = max(low, mpmath.mpf(0)), min(high, mpmath.mpf(d - 1))
     if low == high:
         high += mpmath.mpf("0.001")
+    ext = mpmath.mpf(params.get("ext_factor", 1.0))
     freqs = []
     for i in range(d // 2):
         gamma = min(max((i - low) / (high - low), mpmath.mpf(0)), mpmath.mpf(1))
+        gamma = 1 - (1 - gamma) * ext  # ggml: ext_factor weights the extrapolation side 1 - gamma
         w = _plain(b, i, d)
         freqs.append(w * (1 - gamma) + (w / s) * gamma)
     m, m_all = params["mscale"], params["mscale_all_dim"]
@@ -51,6 +53,8 @@ def _yarn(params: Mapping[str, Any]) -> tuple[list[Any], Any, Any]:
         factor = _g(s, 1 if m is None else m) / _g(s, 0 if m_all is None else m_all)
     elif params["attention_factor"] is not None:
         factor = mpmath.mpf(params["attention_factor"])
+    elif ext == 0:
+        factor = mpmath.mpf(1)
     elif m and m_all:
         factor = _g(s, m) / _g(s, m_all)
     else:
@@ -87,11 +91,28 @@ def _ntk_base(params: Mapping[str, Any]) -> Any:
     return b * (s * length / trained - (s - 1)) ** (mpmath.mpf(d) / (d - 2))
 
 
-def inv_freq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+def _longrope_mp(params: Mapping[str, Any], short: Any, long: Any) -> tuple[list[Any], Any]:
+    d, original = int(params["dim"]), int(params["original_max_position"])
+    ext = long if int(params["context_length"]) > original else short
+    freqs = [1 / (mpmath.mpf(float(ext[i])) * mpmath.power(mpmath.mpf(params["base"]), mpmath.mpf(2 * i) / d))
+             for i in range(d // 2)]
+    s = mpmath.mpf(params["factor"])
+    if params["attention_factor"] is not None and params.get("longrope_convention", "transformers") == "transformers":
+        factor = mpmath.mpf(params["attention_factor"])
+    else:
+        factor = mpmath.mpf(1) if s <= 1 else mpmath.sqrt(1 + mpmath.log(s) / mpmath.log(original))
+    return freqs, factor
+
+
+def frequencies(params: Mapping[str, Any]) -> tuple[list[Any], Any, Any]:
+    """Exact inverse frequencies, attention factor and softmax multiplier of ``rope.inv_freq``'s
+    parameters (``longrope`` reads ``short_factor``/``long_factor`` from them)."""
     d, kind = int(params["dim"]), params["rope_type"]
     one = mpmath.mpf(1)
     factor, softmax = one, one
-    if kind == "default":
+    if kind == "longrope":
+        freqs, factor = _longrope_mp(params, params["short_factor"], params["long_factor"])
+    elif kind == "default":
         freqs = [_plain(params["base"], i, d) for i in range(d // 2)]
     elif kind == "linear":
         freqs = [_plain(params["base"], i, d) / mpmath.mpf(params["factor"]) for i in range(d // 2)]
@@ -108,20 +129,17 @@ def inv_freq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> d
         freqs = [_plain(params["base"], i, d) / s if i < turning else mpmath.mpf(0) for i in range(d // 2)]
     else:
         raise KeyError(f"rope.inv_freq oracle: no twin for rope_type={kind!r}")
+    return freqs, factor, softmax
+
+
+def inv_freq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    freqs, factor, softmax = frequencies(params)
     return {"inv_freq": np.array([to_float64(w) for w in freqs]),
             "attention_factor": np.array([to_float64(factor)]), "softmax_scale": np.array([to_float64(softmax)])}
 
 
 def longrope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
-    d, original = int(params["dim"]), int(params["original_max_position"])
-    ext = inputs["long_factor"] if int(params["context_length"]) > original else inputs["short_factor"]
-    freqs = [1 / (mpmath.mpf(float(ext[i])) * mpmath.power(mpmath.mpf(params["base"]), mpmath.mpf(2 * i) / d))
-             for i in range(d // 2)]
-    s = mpmath.mpf(params["factor"])
-    if params["attention_factor"] is not None and params["longrope_convention"] == "transformers":
-        factor = mpmath.mpf(params["attention_factor"])
-    else:
-        factor = mpmath.mpf(1) if s <= 1 else mpmath.sqrt(1 + mpmath.log(s) / mpmath.log(original))
+    freqs, factor = _longrope_mp(params, np.asarray(inputs["short_factor"]), np.asarray(inputs["long_factor"]))
     return {"inv_freq": np.array([to_float64(w) for w in freqs]), "attention_factor": np.array([to_float64(factor)])}
 
 
@@ -143,10 +161,34 @@ def cos_sin(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> di
     return {"cos": cos, "sin": sin}
 
 
-def _space(params: Mapping[str, Any], head_dim: int) -> tuple[int, list[Any]]:
+_SCALING_DEFAULTS: Final = {"rope_type": "default", "factor": None, "original_max_position": None,
+                            "context_length": None, "low_freq_factor": None, "high_freq_factor": None,
+                            "beta_fast": None, "beta_slow": None, "mscale": None, "mscale_all_dim": None,
+                            "scaling_attention_factor": None, "truncate": True, "ext_factor": 1.0,
+                            "short_factor": None, "long_factor": None, "dynamic_convention": "transformers",
+                            "yarn_convention": "transformers"}
+
+
+def rotation(params: Mapping[str, Any], head_dim: int) -> tuple[int, list[Any], Any]:
+    """The rotary space width, its exact frequencies and the whole attention factor of a
+    ``rope.apply``/``rope.scores`` case: the scaling variant's frequencies at ``dim = S``, pairs
+    from ``rotary_dim/2`` on at 0, and ``attention_factor`` times the variant's factor."""
     rd = head_dim if params["rotary_dim"] is None else int(params["rotary_dim"])
     space = rd if params["partial"] == "prefix" else head_dim
-    return space, [_plain(params["base"], i, space) if i < rd // 2 else mpmath.mpf(0) for i in range(space // 2)]
+    scaling = {k: params.get(k, v) for k, v in _SCALING_DEFAULTS.items()}
+    if scaling["rope_type"] == "default":
+        freqs, variant = [_plain(params["base"], i, space) for i in range(space // 2)], mpmath.mpf(1)
+    else:
+        freq_params = {**scaling, "dim": space, "base": params["base"], "partial_rotary_factor": 1.0,
+                       "attention_factor": scaling["scaling_attention_factor"]}
+        freqs, variant, _ = frequencies(freq_params)
+    freqs = [w if i < rd // 2 else mpmath.mpf(0) for i, w in enumerate(freqs)]
+    return space, freqs, mpmath.mpf(params.get("attention_factor", 1.0)) * variant
+
+
+def _space(params: Mapping[str, Any], head_dim: int) -> tuple[int, list[Any]]:
+    space, freqs, _ = rotation(params, head_dim)
+    return space, freqs
 
 
 def _pair_channels(layout: str, i: int, space: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -159,8 +201,7 @@ def _pair_channels(layout: str, i: int, space: int) -> tuple[tuple[int, int], tu
 
 def _rotate_row(row: list[float], p: int, params: Mapping[str, Any]) -> list[Any]:
     """One (D,) vector at position p, rotated pair by pair as a complex product."""
-    space, freqs = _space(params, len(row))
-    a = mpmath.mpf(params["attention_factor"])
+    space, freqs, a = rotation(params, len(row))
     out: list[Any] = [mpmath.mpf(v) for v in row]
     for i, w in enumerate(freqs):
         (ru, rv), (wu, wv) = _pair_channels(params["layout"], i, space)
@@ -268,7 +309,28 @@ def mrope(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict
     return {"cos": cos, "sin": sin}
 
 
+def rotate_cached(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    x = np.asarray(inputs["x"], dtype=np.float64)
+    cos, sin = np.asarray(inputs["cos_cache"], dtype=np.float64), np.asarray(inputs["sin_cache"], dtype=np.float64)
+    n = cos.shape[1]
+    out = np.empty_like(x)
+    for (b, h, t), (row, p) in _rows(x, inputs["positions"], params["x_layout"]).items():
+        values = [mpmath.mpf(v) for v in row]
+        for i in range(n):
+            (ru, rv), (wu, wv) = _pair_channels(params["layout"], i, 2 * n)
+            c, s = mpmath.mpf(float(cos[p, i])), mpmath.mpf(float(sin[p, i]))
+            values[wu] = mpmath.mpf(row[ru]) * c - mpmath.mpf(row[rv]) * s
+            values[wv] = mpmath.mpf(row[rv]) * c + mpmath.mpf(row[ru]) * s
+        rounded = [to_float64(v) for v in values]
+        if params["x_layout"] == "BHTD":
+            out[b, h, t] = rounded
+        else:
+            out[b, t, h] = rounded
+    return {"y": out}
+
+
 ORACLES: Final[dict[str, Oracle]] = {
+    "rope.rotate": rotate_cached,
     "rope.inv_freq": inv_freq,
     "rope.longrope_inv_freq": longrope,
     "rope.cos_sin": cos_sin,

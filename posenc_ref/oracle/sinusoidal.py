@@ -68,11 +68,12 @@ def fairseq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> di
     pad = int(params["padding_idx"])
     past = int(params.get("past_length", 0))
     rows = []
+    m2m100 = params.get("cache_rule", "fairseq") == "m2m100"
     for line in tokens:
-        if past:
+        if past and not m2m100:
             rows.append([pad + past + 1 for _ in line])
             continue
-        count, row = 0, []
+        count, row = past if m2m100 else 0, []  # M2M100 counts on from the cache
         for token in line:
             if token == pad:
                 row.append(pad)

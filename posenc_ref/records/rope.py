@@ -23,10 +23,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope as rp
-from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
-from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS, exact_inv_freq
+from posenc_ref.opspec import Case, OpRecord, Output, Param, case_rng, error_cases
+from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS, INV_FREQ, exact_inv_freq
 from posenc_ref.records.rope_scaling import RECORDS as SCALING_RECORDS
-from posenc_ref.scales.rope import _apply_input_scale, _apply_phase, _scores_input_scale, _scores_phase, _table_phase
+from posenc_ref.scales.rope import (_apply_input_scale, _apply_phase, _cached_error_scale, _cached_input_scale,
+                                    _scores_input_scale, _scores_phase, _table_phase)
 
 CITATION = "Su et al. 2021, RoFormer, arXiv:2104.09864, section 3.4.2 (eq. 34)"
 LONG = np.array([0, 1, 4095, 8191, 131071, 10**6], dtype=np.int64)
@@ -45,7 +46,22 @@ PARTIAL = Param("partial", "str", "prefix", rp.PARTIALS,
 X_LAYOUT = Param("x_layout", "str", "BHTD", rp.X_LAYOUTS,
                  users={"BHTD": "transformers; ONNX 4-D", "BTHD": "flash-attn; vLLM"}, doc="axis order of x")
 ROTARY_DIM = Param("rotary_dim", "int", None, doc="rotated channels (None: whole head)")
-FACTOR_A = Param("attention_factor", "float", 1.0, doc="multiplies cos and sin (transformers attention_scaling)")
+FACTOR_A = Param("attention_factor", "float", 1.0, doc="multiplies cos and sin (transformers attention_scaling), "
+                                                       "on top of the scaling variant's own factor")
+SCALING_PARAMS = tuple(
+    INV_FREQ.param(name) for name in ("rope_type", "factor", "original_max_position", "context_length",
+                                      "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow", "mscale",
+                                      "mscale_all_dim")
+) + (
+    Param("scaling_attention_factor", "float", None,
+          doc="the variant's explicit attention factor (transformers rope_parameters attention_factor; yarn, "
+              "longrope); None: the variant's rule"),
+    INV_FREQ.param("truncate"), INV_FREQ.param("ext_factor"),
+    Param("short_factor", "float", None, doc="longrope: list of S/2 floats"),
+    Param("long_factor", "float", None, doc="longrope: list of S/2 floats"),
+    INV_FREQ.param("dynamic_convention"), INV_FREQ.param("yarn_convention"),
+)
+"""The scaling parameters of ``rope.apply`` and ``rope.scores`` (:data:`posenc_ref.rope.SCALING`)."""
 
 
 # --- rope.cos_sin ----------------------------------------------------------------------------
@@ -150,6 +166,7 @@ def _apply_cases() -> tuple[Case, ...]:
              "(ggml's running product theta *= theta_scale rounds pair i's angle i times)",
              kind="long_position", flags=("LongPosition",)),
         Case(f"{p}.decode_offset", {}, _x((1, 2, 1, 64), [4100]), "one decoding step at position 4100", kind="edge"),
+        *_scaled_apply_cases(p),
         Case(f"{p}.interleaved_to_half.rotary32.d64", {"layout": "interleaved_to_half", "rotary_dim": 32},
              _x((1, 1, 3, 64), [0, 5, 4095]), "DeepSeek-V3 order on a rope-part prefix", kind="edge"),
     ]
@@ -162,11 +179,100 @@ def _apply_cases() -> tuple[Case, ...]:
         ("x_rank3", {}, _x((1, 2, 8), [0, 1]), "invalid_shape", "x must be 4-D"),
         ("negative_position", {}, _x((1, 1, 2, 8), [0, -1]), "invalid_argument", "a negative position"),
         ("odd_head_dim", {}, _x((1, 1, 2, 7), [0, 1]), "invalid_argument", "odd head dim rotated whole"),
+        ("yarn_missing_original_max_position", {"rope_type": "yarn", "factor": 4.0, "layout": "interleaved"},
+         _x((1, 1, 2, 8), [0, 1]), "invalid_argument", "yarn without original_max_position (named)"),
+        ("longrope_factor_list_length", {**_longrope_params("rope.apply.error.longrope", 3, 8192),
+                                         "x_layout": "BTHD"}, _x((1, 2, 1, 8), [0, 1]), "invalid_argument",
+         "long_factor of 3 values for 4 pairs"),
+        ("proportional_type_with_prefix", {"rope_type": "proportional", "rotary_dim": 4}, _x((1, 1, 2, 8), [0, 1]),
+         "invalid_argument", "rope_type='proportional' needs partial='proportional'"),
+        ("unknown_scaling_keyword", {"rope_scaling": "yarn"}, _x((1, 1, 2, 8), [0, 1]), "invalid_argument",
+         "an unknown keyword (rope_scaling is transformers' dict, not a parameter)"),
     ])
     return tuple(cases)
 
 
-APPLY_PARAMS = (BASE, ROTARY_DIM, PARTIAL, LAYOUT, X_LAYOUT, FACTOR_A)
+def _factor_list(case_id: str, pairs: int, low: float, high: float) -> list[float]:
+    """A sorted LongRoPE factor list drawn from the case id (a parameter, so a list of floats)."""
+    return sorted(float(v) for v in case_rng(case_id + ".factors").uniform(low, high, pairs))
+
+
+Y16 = {"rope_type": "yarn", "factor": 16.0, "original_max_position": 4096}
+DSV3 = {"rope_type": "yarn", "factor": 40.0, "original_max_position": 4096, "mscale": 1.0, "mscale_all_dim": 1.0,
+        "beta_fast": 32.0, "beta_slow": 1.0}
+
+
+def _longrope_params(case_id: str, pairs: int, context_length: int) -> dict[str, Any]:
+    return {"rope_type": "longrope", "factor": 32.0, "original_max_position": 4096, "context_length": context_length,
+            "short_factor": _factor_list(case_id + ".short", pairs, 1.0, 3.0),
+            "long_factor": _factor_list(case_id + ".long", pairs, 1.0, 60.0)}
+
+
+def _scaled_apply_cases(p: str) -> list[Case]:
+    """``rope.apply`` under every scaling at positions to 10^6 (a fused kernel's forward pass)."""
+    lr_long, lr_short = f"{p}.longrope.phi3.d96.long_factors", f"{p}.longrope.phi3.d96.short_factors"
+    return [
+        Case(f"{p}.linear.d128.factor8.long", {"rope_type": "linear", "factor": 8.0}, _x((1, 1, 8, 128), LONG8),
+             "position interpolation s = 8: every angle p w / 8", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.ntk_aware.d64.factor4.long", {"rope_type": "ntk_aware", "factor": 4.0}, _x((1, 1, 8, 64), LONG8),
+             "static NTK-aware base b s^(d/(d-2))", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.dynamic.d128.L8192.long", {"rope_type": "dynamic", "factor": 2.0, "original_max_position": 4096,
+                                              "context_length": 8192}, _x((1, 1, 8, 128), LONG8),
+             "dynamic NTK at context length 8192 (transformers: rescaled since L > M)",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.dynamic.d128.L3072.below_trained", {"rope_type": "dynamic", "factor": 2.0,
+                                                       "original_max_position": 4096, "context_length": 3072},
+             _x((1, 1, 4, 128), [0, 7, 3071, 4095]),
+             "dynamic NTK at context length 3072 < M (transformers: the plain frequencies)"),
+        Case(f"{p}.dynamic.vllm_static.d128.L3072.long",
+             {"rope_type": "dynamic", "factor": 2.0, "original_max_position": 4096, "context_length": 3072,
+              "dynamic_convention": "vllm_static"}, _x((1, 1, 8, 128), LONG8),
+             "vLLM static dynamic NTK below M: the bracket shrinks the base",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.yarn.d128.s16.long", dict(Y16), _x((1, 1, 8, 128), LONG8),
+             "YaRN s16: ramped frequencies and the attention factor 1.2773 folded into cos and sin",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.yarn.gpt_oss.truncate_false.d64.long",
+             {"rope_type": "yarn", "base": 150000.0, "factor": 32.0, "original_max_position": 4096,
+              "truncate": False}, _x((1, 1, 8, 64), LONG8),
+             "gpt-oss: fractional ramp bounds, attention factor 1.3466", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.yarn.explicit_attention_factor.d128.long", {**Y16, "factor": 64.0, "scaling_attention_factor": 1.0},
+             _x((1, 1, 8, 128), LONG8), "explicit attention_factor 1.0 wins over g(64) = 1.4159 (Laguna)",
+                  kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.yarn.ggml_ext_factor_0.5.d128.long", {**Y16, "ext_factor": 0.5}, _x((1, 1, 8, 128), LONG8),
+             "ggml ext_factor 0.5: half the extrapolation weight", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.yarn.vllm_deepseek.interleaved.rotary64.d96.long",
+             {**DSV3, "yarn_convention": "vllm_deepseek", "rotary_dim": 64, "layout": "interleaved", "mscale": 0.707,
+              "mscale_all_dim": None}, _x((1, 1, 8, 96), LONG8),
+             "vLLM DeepseekScalingRotaryEmbedding: interleaved rope part 64 of 96, factor g(40, 0.707) / g(40, 0)",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.yarn.deepseek_v3.interleaved_to_half.rotary64.d192.long",
+             {**DSV3, "rotary_dim": 64, "layout": "interleaved_to_half", "base": 10000.0}, _x((1, 1, 6, 192),
+                                                                                            LONG8[2:]),
+             "DeepSeek-V3 rope part (64 of 192, transformers 5.x order): cos/sin factor g/g = 1",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.llama3.d128.base500000.long", {"rope_type": "llama3", "base": 5e5, "factor": 8.0,
+                                                  "original_max_position": 8192, "low_freq_factor": 1.0,
+                                                  "high_freq_factor": 4.0}, _x((1, 1, 8, 128), LONG8),
+             "Llama 3.1 frequencies: kept, smoothed and divided bands", kind="long_position", flags=("LongPosition",)),
+        Case(lr_long, _longrope_params(lr_long, 48, 131072), _x((1, 1, 8, 96), LONG8),
+             "Phi-3 LongRoPE at context 131072 > 4096: the long factors and sqrt(1 + ln 32 / ln 4096)",
+             kind="long_position", flags=("LongPosition",)),
+        Case(lr_short, _longrope_params(lr_short, 48, 4096), _x((1, 1, 8, 96), LONG8),
+             "Phi-3 LongRoPE at context 4096 = L0: the short factors (long only when L > L0)",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.proportional.gemma4.d128.rotary32.long",
+             {"rope_type": "proportional", "partial": "proportional", "rotary_dim": 32, "base": 1e6, "factor": 2.0},
+             _x((1, 1, 8, 128), LONG8),
+             "proportional (Gemma 4): 16 pairs at b^(-2i/128) / 2 over pairs (i, i + 64), 48 at frequency 0",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.yarn.prefix.rotary32.d64.attention_factor", {**Y16, "rotary_dim": 32, "attention_factor": 2.0},
+             _x((1, 1, 4, 64), [0, 7, 4095, 131071]),
+             "YaRN on a prefix rope part with an extra attention factor 2: 2 * 1.2773 on the rotated channels only"),
+    ]
+
+
+APPLY_PARAMS = (BASE, ROTARY_DIM, PARTIAL, LAYOUT, X_LAYOUT, FACTOR_A, *SCALING_PARAMS)
 APPLY = OpRecord(
     name="rope.apply",
     family="rope",
@@ -174,11 +280,76 @@ APPLY = OpRecord(
     inputs=("x", "positions"),
     outputs=(Output("y", "float64", "phase", _apply_phase, _apply_input_scale),),
     params=APPLY_PARAMS,
-    summary="rotate q or k at explicit positions: layouts, partial prefix / proportional",
+    summary="rotate q or k at explicit positions: layouts, partial prefix / proportional, every RoPE scaling",
     citation=CITATION,
     cases=_apply_cases(),
     position_inputs=("positions",),
     value_inputs=("x",),
+)
+
+
+# --- rope.rotate -----------------------------------------------------------------------------
+
+def _cached(shape: tuple[int, ...], positions: Any, rows: int, pairs: int, *, cache: str = "random",
+            base: float = 10000.0) -> Any:
+    """x, positions and (rows, pairs) caches: the oracle's cos/sin of a default table, or random
+    numbers in [-1, 1] (what the ONNX node tests feed: the op rotates with whatever it is given)."""
+    def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
+        x = rng.normal(size=shape)
+        if cache == "random":
+            cos, sin = rng.uniform(-1.0, 1.0, (rows, pairs)), rng.uniform(-1.0, 1.0, (rows, pairs))
+        else:
+            from posenc_ref import oracle
+
+            tables = oracle.expected("rope.cos_sin", COS_SIN.full_params({"width": "half"}),
+                                     _table_inputs(np.arange(rows), dim=2 * pairs, base=base))
+            cos, sin = tables["cos"], tables["sin"]
+        return {"x": x, "positions": np.asarray(positions, dtype=np.int64), "cos_cache": cos, "sin_cache": sin}
+    return make
+
+
+def _rotate_cases() -> tuple[Case, ...]:
+    p = "rope.rotate"
+    return (
+        Case(f"{p}.onnx.half.random_cache", {}, _cached((2, 3, 4, 8), [[0, 1, 2, 3], [5, 6, 7, 8]], 16, 4),
+             "ONNX RotaryEmbedding node-test style: random caches, position_ids (B, T), interleaved=0"),
+        Case(f"{p}.onnx.interleaved.random_cache", {"layout": "interleaved"},
+             _cached((2, 3, 4, 8), [[0, 1, 2, 3], [5, 6, 7, 8]], 16, 4), "interleaved=1 with random caches"),
+        Case(f"{p}.onnx.rotary_dim4.d8", {}, _cached((1, 2, 3, 8), [2, 0, 9], 10, 2),
+             "rotary_embedding_dim 4 of 8: caches of 2 columns, channels 4.. pass through; positions out of order"),
+        Case(f"{p}.bthd.table_cache", {"x_layout": "BTHD"}, _cached((1, 5, 2, 16), [3, 4, 5, 6, 7], 8, 8,
+                                                                     cache="table"),
+             "(B, T, H, D) with a true cos/sin cache (base 1e4), flash-attn layout"),
+        Case(f"{p}.half.long.cache4096", {}, _cached((1, 1, 4, 8), [0, 1, 4094, 4095], 4096, 2, cache="table"),
+             "cache rows to 4095 (a true table, head 8 rotary 4)", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.interleaved.bthd.long.cache4096", {"layout": "interleaved", "x_layout": "BTHD"},
+             _cached((1, 3, 1, 8), [4095, 17, 2048], 4096, 2), "interleaved, (B, T, H, D), random cache rows to 4095",
+             kind="long_position", flags=("LongPosition",)),
+    ) + tuple(error_cases(p, [
+        ("position_past_cache", {"layout": "interleaved"}, _cached((1, 1, 2, 8), [0, 16], 16, 4), "out_of_range",
+         "position 16 of a 16-row cache"),
+        ("cache_shapes_differ", {}, lambda rng: {**_cached((1, 1, 2, 8), [0, 1], 4, 4)(rng),
+                                                 "sin_cache": np.zeros((4, 3))}, "invalid_shape",
+         "cos_cache (4, 4) and sin_cache (4, 3)"),
+        ("caches_wider_than_head", {"x_layout": "BTHD"}, _cached((1, 2, 1, 4), [0, 1], 4, 4), "invalid_shape",
+         "2P = 8 channels for a head of 4"),
+        ("negative_position", {}, _cached((1, 1, 2, 8), [0, -1], 4, 4), "invalid_argument", "a negative position"),
+    ]))
+
+
+ROTATE = OpRecord(
+    name="rope.rotate",
+    family="rope",
+    function=rp.rope_rotate_cached,
+    inputs=("x", "positions", "cos_cache", "sin_cache"),
+    outputs=(Output("y", "float64", "reduction", _cached_error_scale, _cached_input_scale),),
+    params=(SCORE_LAYOUT, X_LAYOUT),
+    summary="rotate q or k with caller-given cos/sin caches indexed by position (ONNX RotaryEmbedding, vLLM, "
+            "flash-attn)",
+    citation="ONNX RotaryEmbedding (opset 23); " + CITATION,
+    cases=_rotate_cases(),
+    position_inputs=("positions",),
+    value_inputs=("x", "cos_cache", "sin_cache"),
 )
 
 
@@ -223,6 +394,32 @@ def _scores_cases() -> tuple[Case, ...]:
         Case(f"{p}.xpos.interleaved", {"layout": "interleaved", "xpos_scale_base": 512.0},
              _qk((1, 2, 4, 32), (1, 2, 4, 32), [0, 1, 2, 3], [0, 1, 2, 3]),
              "xPos (lucidrains): pair weights zeta^((m - n)/512), centring-independent"),
+        Case(f"{p}.yarn.gpt_oss.truncate_false.d64.long",
+             {"rope_type": "yarn", "base": 150000.0, "factor": 32.0, "original_max_position": 4096,
+              "truncate": False}, _qk((1, 1, 2, 64), (1, 1, 3, 64), [4095, 10**6], [0, 8191, 999999]),
+             "YaRN logits with gpt-oss's fractional ramp: the attention factor 1.3466 squared",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.dynamic.d64.L3072", {"rope_type": "dynamic", "factor": 2.0, "original_max_position": 4096,
+                                        "context_length": 3072},
+             _qk((1, 1, 2, 64), (1, 1, 3, 64), [7, 3071], [0, 7, 3000]),
+             "dynamic NTK below M in the logits (transformers: the plain frequencies)"),
+        Case(f"{p}.llama3.d128.long", {"rope_type": "llama3", "base": 5e5, "factor": 8.0, "original_max_position": 8192,
+                                       "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+             _qk((1, 2, 2, 128), (1, 2, 3, 128), [8191, 10**6], [0, 8191, 999999]), "Llama 3.1 logits at long offsets",
+             kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.dynamic.vllm_static.d64.long", {"rope_type": "dynamic", "factor": 2.0, "original_max_position": 4096,
+                                                   "context_length": 3072, "dynamic_convention": "vllm_static"},
+             _qk((1, 1, 2, 64), (1, 1, 3, 64), [4095, 10**6], [0, 4095, 999999]),
+             "vLLM static dynamic NTK logits", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.yarn.vllm_deepseek.mscale_only.interleaved.rotary64.d96.long",
+             {**DSV3, "yarn_convention": "vllm_deepseek", "rotary_dim": 64, "layout": "interleaved", "mscale": 0.707,
+              "mscale_all_dim": None},
+             _qk((1, 1, 2, 96), (1, 1, 3, 96), [4095, 10**6], [0, 4095, 999999]),
+             "vLLM DeepseekScalingRotaryEmbedding with mscale 0.707 only: cos/sin factor g(40, 0.707) / g(40, 0), "
+             "squared in the logits (transformers: g(40, 1))", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.longrope.d64.long", _longrope_params(f"{p}.longrope.d64.long", 32, 131072),
+             _qk((1, 1, 2, 64), (1, 1, 3, 64), [4095, 10**6], [0, 4095, 999999]),
+             "LongRoPE long factors in the logits", kind="long_position", flags=("LongPosition",)),
         Case(f"{p}.xpos.half.long", {"xpos_scale_base": 512.0},
              _qk((1, 1, 2, 64), (1, 1, 3, 64), [8191, 8192], [4095, 8000, 8192]),
              "xPos at offsets up to 4097", kind="long_position", flags=("LongPosition",)),
@@ -234,6 +431,10 @@ def _scores_cases() -> tuple[Case, ...]:
          "k_positions of length 2 for Tk = 3"),
         ("xpos_scale_base_zero", {"xpos_scale_base": 0.0}, _qk((1, 1, 2, 8), (1, 1, 2, 8), [0, 1], [0, 1]),
          "invalid_argument", "xpos_scale_base <= 0"),
+        ("dynamic_bracket_not_positive", {"rope_type": "dynamic", "factor": 2.0, "original_max_position": 4096,
+                                          "context_length": 2048, "dynamic_convention": "vllm_static"},
+         _qk((1, 1, 2, 8), (1, 1, 2, 8), [0, 1], [0, 1]), "invalid_argument",
+         "vLLM static bracket 2 * 2048 / 4096 - 1 = 0 gives no base"),
     ])
     return tuple(cases)
 
@@ -245,7 +446,7 @@ SCORES = OpRecord(
     inputs=("q", "k", "q_positions", "k_positions"),
     outputs=(Output("scores", "float64", "phase", _scores_phase, _scores_input_scale),),
     params=(BASE, ROTARY_DIM, PARTIAL, SCORE_LAYOUT, X_LAYOUT, FACTOR_A,
-            Param("xpos_scale_base", "float", None, doc="xPos scale base (512); None: plain RoPE")),
+            Param("xpos_scale_base", "float", None, doc="xPos scale base (512); None: plain RoPE"), *SCALING_PARAMS),
     summary="q.k logits with q and k rotated at their own positions (layout- and xPos-centre-independent)",
     citation=CITATION + "; Sun et al. 2022 xPos arXiv:2212.10554",
     cases=_scores_cases(),
@@ -254,4 +455,4 @@ SCORES = OpRecord(
 )
 
 
-RECORDS = (*SCALING_RECORDS, COS_SIN, APPLY, SCORES)
+RECORDS = (*SCALING_RECORDS, COS_SIN, APPLY, ROTATE, SCORES)

@@ -98,6 +98,14 @@ def _inv_freq_cases() -> tuple[Case, ...]:
         Case(f"{p}.yarn.beta_zero_means_default", {**YARN, "dim": 128, "factor": 16.0, "original_max_position": 4096,
                                                    "beta_fast": 0.0, "beta_slow": 0.0}, {},
              "beta 0 means the default (transformers reads `x or default`)", kind="edge"),
+        Case(f"{p}.yarn.ggml_ext_factor_0.5", {**YARN, "dim": 128, "factor": 16.0, "original_max_position": 4096,
+                                               "ext_factor": 0.5}, {},
+             "ggml ext_factor 0.5: half the extrapolation weight 1 - gamma, so pairs below the ramp move halfway "
+             "to w/s; the attention factor stays g(s, 1)", kind="edge"),
+        Case(f"{p}.yarn.ggml_ext_factor_0", {**YARN, "dim": 128, "factor": 16.0, "original_max_position": 4096,
+                                             "ext_factor": 0.0}, {},
+             "ggml ext_factor 0: every pair interpolated (w/s) and no magnitude correction (attention factor 1)",
+             kind="edge"),
         Case(f"{p}.yarn.zero_width_ramp", {**YARN, "dim": 128, "factor": 16.0, "original_max_position": 4096,
                                            "beta_fast": 2.0, "beta_slow": 2.0, "truncate": False}, {},
              "low == high: high += 0.001 makes the ramp a step", kind="edge"),
@@ -140,6 +148,9 @@ def _inv_freq_cases() -> tuple[Case, ...]:
         ("proportional_rho_above_1", {"dim": 8, "rope_type": "proportional", "partial_rotary_factor": 1.5}, {},
          "invalid_argument", "partial_rotary_factor > 1"),
         ("base_zero", {"dim": 8, "base": 0.0}, {}, "invalid_argument", "base <= 0"),
+        ("yarn_ext_factor_above_1", {**YARN, "dim": 8, "factor": 4.0, "original_max_position": 4096,
+                                     "ext_factor": 1.5, "yarn_convention": "vllm_deepseek"}, {}, "invalid_argument",
+         "ext_factor outside [0, 1] (under the vLLM DeepSeek rules)"),
     ])
     return tuple(cases)
 
@@ -168,6 +179,8 @@ INV_FREQ = OpRecord(
         Param("mscale_all_dim", "float", None, doc="YaRN mscale_all_dim"),
         Param("attention_factor", "float", None, doc="explicit attention factor (ggml attn_factor)"),
         Param("truncate", "int", True, (True, False), doc="bool: YaRN floors/ceils the ramp bounds"),
+        Param("ext_factor", "float", 1.0,
+              doc="YaRN: ggml ext_factor, weight of the ramp's extrapolation side in [0, 1] (1: transformers)"),
         Param("partial_rotary_factor", "float", 1.0, doc="proportional: fraction of the head that turns"),
         Param("dynamic_convention", "str", "transformers", rs.DYNAMIC_CONVENTIONS,
               users={"transformers": "transformers 5.x (rescale only when L > M)",

@@ -83,13 +83,16 @@ def _pairs(op: OpRecord, params: Mapping[str, Any]) -> Iterator[tuple[str, dict[
 def _rope_scaling_choices(op: OpRecord, params: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """The independent choices inside YaRN, LongRoPE and dynamic NTK (``rope_type`` ops)."""
     kind = params.get("rope_type", "longrope" if op.name == "rope.longrope_inv_freq" else None)
+    # rope.apply / rope.scores name the variant's explicit factor scaling_attention_factor
+    explicit = "scaling_attention_factor" if any(p.name == "scaling_attention_factor" for p in op.params) else (
+        "attention_factor")
     if kind == "yarn":
         if params.get("truncate") is False:
             yield ("matches the reference under truncate=True (YaRN truncate=False ignored: the ramp bounds "
                    "floored/ceiled)"), {**params, "truncate": True}
-        if params.get("attention_factor") is not None:
-            yield ("explicit attention_factor ignored: matches the reference with attention_factor=None "
-                   "(the mscale rule instead)"), {**params, "attention_factor": None}
+        if params.get(explicit) is not None:
+            yield (f"explicit attention_factor ignored: matches the reference with {explicit}=None "
+                   "(the mscale rule instead)"), {**params, explicit: None}
         literal = {name: _LITERAL_BETA for name in ("beta_fast", "beta_slow") if params.get(name) == 0}
         if literal:
             names = " and ".join(f"{name}=0" for name in literal)
@@ -99,7 +102,7 @@ def _rope_scaling_choices(op: OpRecord, params: Mapping[str, Any]) -> Iterator[t
             rule = rope_scaling.yarn_mscale(s, 1.0 if m is None else m) / rope_scaling.yarn_mscale(
                 s, 0.0 if m_all is None else m_all)
             yield ("matches the vLLM DeepSeek mscale rule g(s, mscale) / g(s, mscale_all_dim or 0) "
-                   f"= {rule:.6g}"), {**params, "attention_factor": rule}
+                   f"= {rule:.6g}"), {**params, explicit: rule}
     if kind == "longrope" and "context_length" in params and "original_max_position" in params:
         trained = int(params["original_max_position"])
         if int(params["context_length"]) <= trained:

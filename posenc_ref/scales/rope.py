@@ -13,10 +13,51 @@ from posenc_ref import rope_variants as rv
 from posenc_ref.scales import _exact
 
 
+def _scaled(params: Mapping[str, Any]) -> bool:
+    return bool(params.get("rope_type", "default") != "default")
+
+
+def _exact_rotation(params: Mapping[str, Any], head_dim: int) -> tuple[NDArray[np.float64], float]:
+    """A scaled case's frequencies and whole attention factor from the oracle's exact values, each
+    rounded once (mpmath imported at generation time only)."""
+    import mpmath
+
+    from posenc_ref.oracle._common import to_float64
+    from posenc_ref.oracle.rope import rotation
+
+    with mpmath.workdps(_exact.DIGITS):
+        _, freqs, factor = rotation(params, head_dim)
+        return np.array([to_float64(w) for w in freqs]), to_float64(factor)
+
+
+def _factor(params: Mapping[str, Any], head_dim: int) -> float:
+    """The whole attention factor of a case: ``attention_factor`` times the scaling variant's."""
+    if not _scaled(params):
+        return float(params.get("attention_factor", 1.0))
+    return _exact_rotation(params, head_dim)[1]
+
+
+_BLENDS = ("yarn", "llama3")
+"""Variants whose frequency is a blend ``w (1 - g) + (w / s) g`` of the plain frequency and its scaled one."""
+
+
 def _frequencies(head_dim: int, params: Mapping[str, Any], func: str) -> tuple[int, NDArray[np.float64]]:
-    """:func:`posenc_ref.rope.rotary_frequencies`, each ``base ** -(2i/S)`` correctly rounded."""
+    """:func:`posenc_ref.rope.scaled_frequencies`, each frequency correctly rounded.
+
+    For a phase (``func="phase"``) a blended variant's pair uses the larger of its frequency and
+    the plain ``w_i``: the blend's rounding (its weight ``g`` comes from logarithms and
+    differences such as ``i - low``) errs by a few ulp of the larger term ``w_i``, which is up to
+    ``s`` times the result where ``g`` is near 1; an angle ``p w'_i`` is then off by a few ulp of
+    ``p w_i`` in every correct implementation.
+    """
     rotary_dim, partial = params.get("rotary_dim"), params.get("partial", "prefix")
     space, _ = rp.rotary_frequencies(head_dim, base=params["base"], rotary_dim=rotary_dim, partial=partial, func=func)
+    if _scaled(params):
+        scaled = _exact_rotation(params, head_dim)[0]
+        if func == "phase" and params["rope_type"] in _BLENDS:
+            _, plain = _frequencies(head_dim, {**params, "rope_type": "default"}, func)
+            return space, np.maximum(scaled, plain)
+        return space, scaled
     rd = head_dim if rotary_dim is None else int(rotary_dim)
     i = np.arange(space // 2, dtype=np.float64)
     return space, np.where(i < rd // 2, _exact.power(float(params["base"]), -((2.0 * i) / space)), 0.0)
@@ -45,7 +86,7 @@ def _abs_rotated(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[
     values = np.abs(np.asarray(x, dtype=np.float64))
     space, w = _frequencies(values.shape[-1], params, "input_scale")
     angle = rp._angles("input_scale", positions, w, values.shape, params["x_layout"], "positions")
-    factor = float(params.get("attention_factor", 1.0))
+    factor = _factor(params, values.shape[-1])
     cos, sin = factor * np.abs(_exact.cos(angle)), factor * np.abs(_exact.sin(angle))
     n, layout = space // 2, params["layout"]
     u, v = (values[..., :n], values[..., n:space]) if layout == "half" else (
@@ -100,7 +141,7 @@ def _apply_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) 
     x = np.asarray(inputs["x"], dtype=np.float64)
     angle, space = _angle_per_channel(params, x, inputs["positions"])
     norms = _pair_norms(x, space, params["layout"])
-    return np.asarray(params["attention_factor"] * norms * (1.0 + angle), dtype=np.float64)
+    return np.asarray(_factor(params, x.shape[-1]) * norms * (1.0 + angle), dtype=np.float64)
 
 
 def _pair_phase(params: Mapping[str, Any], x: NDArray[np.float64], positions: NDArray[Any]) -> tuple[
@@ -136,7 +177,8 @@ def _scores_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]])
     if params["x_layout"] == "BTHD":
         q, k = q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3)
     rest = _exact.einsum("bhqd,bhkd->bhqk", np.abs(q[..., space:]), np.abs(k[..., space:]))
-    phase: NDArray[np.float64] = np.asarray(params["attention_factor"] * params["attention_factor"] * total + rest, dtype=np.float64)
+    factor = _factor(params, q.shape[-1])
+    phase: NDArray[np.float64] = np.asarray(factor * factor * total + rest, dtype=np.float64)
     return phase
 
 
@@ -193,3 +235,35 @@ def _mrope_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) 
     pos = np.asarray(inputs["positions"], dtype=np.float64)
     angle: NDArray[np.float64] = np.moveaxis(pos[stream], 0, -1) * w
     return np.concatenate([angle, angle], axis=-1) if params["width"] == "full" else angle
+
+
+def _cached_terms(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    """Per channel of ``rope.rotate``'s output, ``|u c| + |v s|`` (``|x|`` on pass-through channels)."""
+    x = np.abs(np.asarray(inputs["x"], dtype=np.float64))
+    pos = np.asarray(inputs["positions"]).reshape(-1, np.asarray(inputs["positions"]).shape[-1])
+    c, s = np.abs(np.asarray(inputs["cos_cache"], dtype=np.float64)[pos]), np.abs(
+        np.asarray(inputs["sin_cache"], dtype=np.float64)[pos])
+    c, s = (c[:, None], s[:, None]) if params["x_layout"] == "BHTD" else (c[:, :, None], s[:, :, None])
+    n = c.shape[-1]
+    space = 2 * n
+    u, v = (x[..., :n], x[..., n:space]) if params["layout"] == "half" else (x[..., 0:space:2], x[..., 1:space:2])
+    out = np.array(np.broadcast_to(x, np.broadcast_shapes(x.shape, c.shape[:-1] + (x.shape[-1],))))
+    first, second = u * c + v * s, v * c + u * s
+    if params["layout"] == "half":
+        out[..., :n], out[..., n:space] = first, second
+    else:
+        out[..., 0:space:2], out[..., 1:space:2] = first, second
+    return out
+
+
+def _cached_error_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    """``rope.rotate``: ``u c - v s`` is a sum of L = 2 products, error scale ``(L + 2) sum |terms|``."""
+    return 4.0 * _cached_terms(params, inputs)
+
+
+def _cached_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    """``rope.rotate``: every term has two value factors (x and a cache); pass-through channels one."""
+    terms = _cached_terms(params, inputs)
+    n = np.asarray(inputs["cos_cache"]).shape[-1]
+    terms[..., : 2 * n] *= 2.0
+    return terms

@@ -42,7 +42,8 @@ def _table_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) 
 
 def _fairseq_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
     rows = sn.fairseq_positions(inputs["tokens"], padding_idx=params["padding_idx"],
-                                past_length=params.get("past_length", 0))
+                                past_length=params.get("past_length", 0),
+                                cache_rule=params.get("cache_rule", "fairseq"))
     phase = _angles(rows, dim=params["dim"], base=params.get("base", 10000.0), ladder="t2t",
                                  layout="concat_sin_cos", odd_width="zero_pad_last")
     phase[rows == params["padding_idx"]] = 0.0  # padding rows are exact zeros

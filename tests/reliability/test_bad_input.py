@@ -39,6 +39,7 @@ BUILDING_BLOCKS = {
     # public names that are internal building blocks of another public function, taking
     # already-validated arguments; each is reached (and its input checked) through that function
     "rotary_frequencies": "rope_apply / rope_scores / mrope_cos_sin validate head dim, base and rotary_dim",
+    "scaled_frequencies": "rope_apply / rope_scores pass their validated head dim; the scaling is rope_inv_freq's",
     "xpos_centre": "rope_xpos passes its validated length and centring",
     "mrope_stream": "mrope_cos_sin passes its validated section and layout",
     "prepare_pass": "the validation half of attention itself (the same checks, named 'attention')",

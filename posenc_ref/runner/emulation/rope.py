@@ -77,6 +77,9 @@ def _yarn(params: Mapping[str, Any], ct: type, freq_round: Round) -> NDArray[Any
         dim=d, base=float(params["base"]), original_max_position=int(params["original_max_position"]),
         beta_fast=params["beta_fast"], beta_slow=params["beta_slow"], truncate=truncate)
     ramp = rope_scaling.yarn_ramp(low, high, d // 2, dtype=ct)
+    ext = ct(params.get("ext_factor", 1.0))
+    if ext != 1:
+        ramp = ramp + (ct(1.0) - ramp) * (ct(1.0) - ext)
     blended: NDArray[Any] = (ct(1.0) / (ct(s) / w)) * ramp + w * (ct(1.0) - ramp)
     return blended
 
@@ -154,21 +157,47 @@ def _cos_sin(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: 
     return {"cos": cos, "sin": sin}
 
 
+def _scaling(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: params[k] for k in rope.SCALING if k in params}
+
+
+def whole_factor(params: Mapping[str, Any], head_dim: int) -> float:
+    """A ``rope.apply``/``rope.scores`` case's attention factor times its scaling variant's (float64)."""
+    _, _, scaled = rope.scaled_frequencies(head_dim, base=params["base"], rotary_dim=params["rotary_dim"],
+                                           partial=params["partial"], func="emulation", **_scaling(params))
+    return float(params["attention_factor"]) * scaled
+
+
+def rotary_frequencies_lowp(params: Mapping[str, Any], head_dim: int, ct: type, freq_round: Round = _keep,
+                            denominator: int | None = None) -> tuple[NDArray[Any], int]:
+    """The rotary frequencies of a ``rope.apply``/``rope.scores`` case in ``ct``, transformers style,
+    under its scaling (:data:`FREQUENCIES` at ``dim = S``); and ``S``. ``denominator`` overrides
+    the exponent's width (a mutant)."""
+    rd = head_dim if params["rotary_dim"] is None else int(params["rotary_dim"])
+    space = rd if params["partial"] == "prefix" else head_dim
+    w: NDArray[Any] = np.zeros(space // 2, dtype=ct)
+    kind = params.get("rope_type", "default")
+    if kind == "default":
+        w[: rd // 2] = transformers_frequencies(float(params["base"]), denominator or space, ct, rd // 2)
+        return freq_round(w), space
+    variant = {**rope.SCALING, **_scaling(params), "dim": denominator or space, "base": params["base"],
+               "partial_rotary_factor": 1.0, "attention_factor": params.get("scaling_attention_factor")}
+    w[: rd // 2] = np.asarray(FREQUENCIES[kind](variant, ct, freq_round), dtype=ct)[: rd // 2]
+    return w, space
+
+
 def rotate_lowp(x: NDArray[Any], positions: NDArray[Any], params: Mapping[str, Any], ct: type, at: type,
                 freq_round: Round = _keep, position_round: Round = _keep,
                 denominator: int | None = None) -> tuple[NDArray[Any], int]:
     """x rotated in ``ct`` with angles in ``at``; ``denominator`` overrides the exponent's (a mutant)."""
     head_dim = x.shape[-1]
-    rd = head_dim if params["rotary_dim"] is None else int(params["rotary_dim"])
-    space = rd if params["partial"] == "prefix" else head_dim
-    w: NDArray[Any] = np.zeros(space // 2, dtype=ct)
-    w[: rd // 2] = transformers_frequencies(float(params["base"]), denominator or space, ct, rd // 2)
-    w = freq_round(w).astype(at)
+    w, space = rotary_frequencies_lowp(params, head_dim, ct, freq_round, denominator)
+    w = w.astype(at)
     pos: NDArray[Any] = position_round(np.asarray(positions).astype(ct)).astype(at)
     pos2 = pos.reshape(-1, pos.shape[-1])
     angle = pos2[..., None] * w  # (B|1, T, P) in the angle dtype
     angle = angle[:, None] if params["x_layout"] == "BHTD" else angle[:, :, None]
-    rotated = rope._rotate(x.astype(ct), angle.astype(ct), space, params["layout"], params["attention_factor"])
+    rotated = rope._rotate(x.astype(ct), angle.astype(ct), space, params["layout"], whole_factor(params, head_dim))
     return rotated, space
 
 
@@ -200,7 +229,7 @@ def has_pass_through_factor(params: Mapping[str, Any], head_dim: int) -> bool:
     """Whether a ``rope.apply`` case (full parameters) has an attention factor other than 1 and
     prefix pass-through channels for :func:`factor_on_pass_through` to scale."""
     rd = params["rotary_dim"]
-    return (float(params["attention_factor"]) != 1.0 and rd is not None and params["partial"] == "prefix"
+    return (whole_factor(params, head_dim) != 1.0 and rd is not None and params["partial"] == "prefix"
             and int(rd) < head_dim)
 
 
@@ -208,7 +237,7 @@ def factor_on_pass_through(y: NDArray[Any], params: Mapping[str, Any]) -> NDArra
     """``rope.apply``'s output ``y`` with the attention factor applied to the prefix pass-through
     channels too (a whole-head scale); ``params`` are the case's full parameters."""
     scaled = np.array(y, dtype=np.float64)
-    scaled[..., int(params["rotary_dim"]):] *= float(params["attention_factor"])
+    scaled[..., int(params["rotary_dim"]):] *= whole_factor(params, scaled.shape[-1])
     return scaled
 
 
@@ -216,6 +245,24 @@ def _apply(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: ty
         str, NDArray[Any]]:
     rope.rope_apply(inputs["x"], inputs["positions"], **params)  # validation and errors
     return {"y": rotate_lowp(np.asarray(inputs["x"]), inputs["positions"], params, ct, at)[0]}
+
+
+def _rotate_cached(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    rope.rope_rotate_cached(inputs["x"], inputs["positions"], inputs["cos_cache"], inputs["sin_cache"], **params)
+    pos = np.asarray(inputs["positions"]).reshape(-1, np.asarray(inputs["positions"]).shape[-1])
+    c, s = np.asarray(inputs["cos_cache"]).astype(ct)[pos], np.asarray(inputs["sin_cache"]).astype(ct)[pos]
+    c, s = (c[:, None], s[:, None]) if params["x_layout"] == "BHTD" else (c[:, :, None], s[:, :, None])
+    x: NDArray[Any] = np.asarray(inputs["x"]).astype(ct)
+    n = c.shape[-1]
+    u, v = (x[..., :n], x[..., n:2 * n]) if params["layout"] == "half" else (x[..., 0:2 * n:2], x[..., 1:2 * n:2])
+    out = np.array(np.broadcast_to(x, np.broadcast_shapes(x.shape, c.shape[:-1] + (x.shape[-1],))))
+    first, second = u * c - v * s, v * c + u * s
+    if params["layout"] == "half":
+        out[..., :n], out[..., n:2 * n] = first, second
+    else:
+        out[..., 0:2 * n:2], out[..., 1:2 * n:2] = first, second
+    return {"y": out}
 
 
 def scores_lowp(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type,
@@ -296,6 +343,7 @@ EMULATIONS: Final[dict[str, Emulation]] = {
     "rope.longrope_inv_freq": _longrope,
     "rope.cos_sin": _cos_sin,
     "rope.apply": _apply,
+    "rope.rotate": _rotate_cached,
     "rope.scores": _scores,
     "rope.xpos": _xpos,
     "rope.mrope_cos_sin": _mrope,

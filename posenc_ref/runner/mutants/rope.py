@@ -195,7 +195,9 @@ def _positions_minus_one(op: str, params: Mapping[str, Any], inputs: Mapping[str
 
 
 def _ggml_running_product(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
-    get_op(op).call(params, inputs)  # the reference's validation and errors
+    result = get_op(op).call(params, inputs)  # the reference's validation and errors
+    if params.get("rope_type", "default") != "default":
+        return result  # Note: ggml's scaled rotations go through rope_yarn; the bug is modelled unscaled
     return emu.rotate_running_product(np.asarray(inputs["x"]), inputs["positions"], get_op(op).full_params(params))
 
 
@@ -215,7 +217,7 @@ def _yarn_mscale_unset_as_one(op: str, params: Mapping[str, Any], inputs: Mappin
 
 MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("rope-layout-swapped", "half-split (rotate_half) and interleaved pairs exchanged",
-           "huggingface/transformers#25199; keras-team/keras-hub#1416", _ROTATING,
+           "huggingface/transformers#25199; keras-team/keras-hub#1416", (*_ROTATING, "rope.rotate"),
            with_params(swap("layout", {"half": "interleaved", "interleaved": "half", "interleaved_to_half": "half"})),
            diagnosis="layout="),
     Mutant("rope-bf16-inv-freq", "inverse frequencies rounded to bfloat16 before the phase product",
