@@ -76,7 +76,6 @@ IN_PROCESS = [
 
 @pytest.mark.parametrize("label,fault,words,on_error_case", IN_PROCESS, ids=[c[0] for c in IN_PROCESS])
 def test_in_process_fault_is_that_cases_error_and_the_run_goes_on(label, fault, words, on_error_case):
-    start = time.monotonic()
     run = run_conformance(Faulty(fault), spec=label, select=only(*CASES), timeout=0.5)
     by_case = {r.case_id: r for r in run.results}
     assert by_case[ONE].status == "error" and words in by_case[ONE].message
@@ -84,8 +83,8 @@ def test_in_process_fault_is_that_cases_error_and_the_run_goes_on(label, fault, 
     assert by_case[OTHER].status == "pass"
     assert not run.passed and run.exit_code == 1
     assert by_case[ONE].adapter == "faulty"
-    if label != "hangs":
-        assert time.monotonic() - start < 5  # reported at once, never as a timeout
+    if label != "hangs":  # reported at once as what it is, never as the 0.5 s timeout
+        assert "timed out" not in by_case[ONE].message and "timed out" not in by_case[ERR].message
         assert by_case[ONE].exception is not None and by_case[ONE].exception["frames"]
 
 
@@ -126,10 +125,8 @@ def test_a_runner_side_exception_is_reported_at_once_as_what_it_is(corpus_copy):
     entry = next(c for c in manifest["cases"] if c["id"] == ONE)
     entry["outputs"]["table"]["tolerance"] = "bogus"
     path.write_text(json.dumps(manifest))
-    start = time.monotonic()
     run = run_conformance(load_adapter("numpy"), spec="numpy", corpus_dir=corpus_copy, select=only(ONE, OTHER),
                           allow_modified=True, timeout=30)
-    assert time.monotonic() - start < 10
     by_case = {r.case_id: r for r in run.results}
     assert by_case[ONE].status == "error" and "internal error of the runner" in by_case[ONE].message
     assert "no tolerance policy for class 'bogus'" in by_case[ONE].message and "timed out" not in by_case[ONE].message
@@ -182,7 +179,9 @@ ISOLATED = [
     ("os-exit", "os._exit(7)", "exit status 7"),
     ("abort", "os.abort()", "killed by SIGABRT"),
     ("sys-exit", "sys.exit(0)", "SystemExit: 0"),
-    ("hangs", "time.sleep(30)", "no answer within 2 s"),
+    # a hang is reported by the isolated child's own 2 s deadline or, on a loaded machine, by the
+    # runner's watchdog at 2 s + GRACE: either way the case errors as a hang and the run goes on
+    ("hangs", "time.sleep(30)", ("no answer within 2 s", "timed out after 4 s")),
 ]
 
 
@@ -196,8 +195,9 @@ def test_native_crash_under_isolate_is_that_cases_error(tmp_path, capsys, label,
     capsys.readouterr()
     assert code == 1
     results = {r["case_id"]: r for r in json.loads(report.read_text())["runs"][0]["results"]}
-    assert results[ONE]["status"] == "error" and words in results[ONE]["message"]
-    assert results[ERR]["status"] == "error" and words in results[ERR]["message"]
+    alternatives = words if isinstance(words, tuple) else (words,)
+    for case in (ONE, ERR):
+        assert results[case]["status"] == "error" and any(w in results[case]["message"] for w in alternatives)
     assert results[OTHER]["status"] == "pass"  # the run went on in a fresh child
 
 
