@@ -3,4 +3,4 @@
 Written by ``posenc-ref golden generate`` (:func:`posenc_ref.corpus.record_shipped_digest`); never edit by hand.
 """
 
-MANIFEST_SHA256 = "374ff312d8f4143265ba55324d240a1e02a85b0ca1043e98af66a02b2f273497"
+MANIFEST_SHA256 = "ff4505dfb4d3f65eea2333e7ccde9065ba4648e9d89a93151b0f6c9f4f6b23c9"
