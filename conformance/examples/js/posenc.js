@@ -145,6 +145,30 @@ function grid2d(inputs, p) {
   return { table: [out, [...inputs.ys.shape, dim]] };
 }
 
+// The scaling keywords rope.apply carries (corpus 1.4). This implementation rotates at the default
+// frequencies only: its handshake declares rope_type "default", so the runner never sends it a valid
+// scaled case, but it still rejects what the reference rejects in a scaled call it was sent.
+const SCALING = ["rope_type", "factor", "original_max_position", "context_length", "low_freq_factor",
+  "high_freq_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "scaling_attention_factor", "truncate",
+  "ext_factor", "short_factor", "long_factor", "dynamic_convention", "yarn_convention"];
+const APPLY_KEYS = ["base", "rotary_dim", "partial", "layout", "x_layout", "attention_factor", ...SCALING];
+const NEEDS = { linear: ["factor"], ntk_aware: ["factor"], dynamic: ["factor", "original_max_position", "context_length"],
+  yarn: ["factor", "original_max_position"], llama3: ["factor", "original_max_position", "low_freq_factor",
+    "high_freq_factor"], longrope: ["factor", "original_max_position", "context_length"], proportional: [] };
+
+function checkScaling(p, space) {
+  for (const key of Object.keys(p)) if (!APPLY_KEYS.includes(key)) throw invalid(`unknown keyword ${key}`);
+  const kind = choice("rope_type", p.rope_type ?? "default", ["default", ...Object.keys(NEEDS)]);
+  if (kind === "default") return;
+  for (const key of NEEDS[kind]) if (p[key] === null || p[key] === undefined) throw invalid(`rope_type=${kind} needs ${key}`);
+  if (kind === "proportional" && p.partial !== "proportional") throw invalid("rope_type=proportional needs partial=proportional");
+  if (kind === "longrope") {
+    const name = p.context_length > p.original_max_position ? "long_factor" : "short_factor";
+    if (!Array.isArray(p[name]) || p[name].length !== space / 2) throw invalid(`${name} must have ${space / 2} values`);
+  }
+  throw invalid(`rope_type=${kind} is not implemented here (the handshake declares only "default")`);
+}
+
 // rope.apply: x (B, H, T, D) or (B, T, H, D), positions (T,) or (B, T). The rotated space S is rotary_dim
 // (prefix) or D (proportional); pair i of S turns at base^(-2i/S) for i < rotary_dim/2, else at 0.
 // Pairs (i, i + S/2) (half), (2i, 2i+1) (interleaved), or read interleaved and written half.
@@ -171,6 +195,7 @@ function ropeApply(inputs, p) {
   }
   if (Math.min(...pos) < 0) throw invalid(`positions must be >= 0, got ${Math.min(...pos)}`);
   const space = partial === "prefix" ? rd : D;
+  checkScaling(p, space);
   const n = space / 2;
   const w = new Float64Array(n);
   for (let i = 0; i < rd / 2; i++) w[i] = R(Math.pow(R(p.base), -R(R(2 * i) / space)));
@@ -261,6 +286,7 @@ function handle(message) {
       R = Math.fround;
     }
     const capabilities = Object.fromEntries(Object.keys(OPS).map((op) => [op, {}]));
+    capabilities["rope.apply"] = { rope_type: ["default"] };
     return { type: "hello", protocol: PROTOCOL, name: "posenc-js", version: "1.0", dtype, capabilities };
   }
   if (message.type !== "run") return { type: "error", seq: message.seq ?? null, category: null, message: `unknown message type ${message.type}` };
