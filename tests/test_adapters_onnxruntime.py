@@ -2,6 +2,7 @@
 onnx/onnxruntime."""
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def _patch(monkeypatch, module, name, value):
 NEW_OPS = ("rope.xpos", "rope.mrope_cos_sin", "rope.longrope_inv_freq", "shaw.index", "shaw.logits", "shaw.output",
            "transformer_xl.score", "transformer_xl.rel_shift", "resample.weights", "resample.table_1d",
            "resample.grid_2d", "attention.terms", "attention.pipeline", "attention.rope", "attention.alibi",
-           "attention.t5", "attention.shaw", "attention.xl")
+           "attention.t5", "attention.shaw", "attention.xl", "rope.rotate")
 # the ops whose graph holds a RotaryEmbedding, Attention or Resize node: no double kernel in onnxruntime 1.30
 REAL_OPERATOR_OPS = {"rope.apply", "rope.scores", "attention", "attention.terms", "attention.pipeline",
                      "attention.rope", "attention.alibi", "attention.t5", "attention.shaw", "attention.xl",
@@ -75,6 +76,7 @@ def test_graphs_pass_every_case(dtype):
     else:  # what the operators cannot express: interleaved_to_half, xPos weights, nan/uniform fully-masked rows
         cases = {r.case_id for r in run.results if r.status == "not_applicable"}
         assert cases == {"rope.apply.interleaved_to_half.long.d64", "rope.apply.interleaved_to_half.rotary32.d64",
+                         "rope.apply.yarn.deepseek_v3.interleaved_to_half.rotary64.d192.long",
                          "rope.scores.xpos.interleaved", "rope.scores.xpos.half.long",
                          "attention.fully_masked.nan", "attention.fully_masked.uniform"}
     assert {r.op for r in run.results if r.status == "pass"} >= {
@@ -222,6 +224,97 @@ def test_a_wrong_port_fails(monkeypatch):
     _patch(monkeypatch, module, "_attention_node", unscaled)
     _patch(monkeypatch, module, "_resize_rows", replicated)
     assert _failing_ops(module, ops) == ops
+
+
+def _failing_cases(adapter, ids):
+    run = run_conformance(adapter, spec="ort", select=lambda e: e["id"] in ids)
+    assert {r.case_id for r in run.results} == ids
+    return {r.case_id for r in run.results if r.status in ("fail", "error", "wrong_error")}
+
+
+def _corpus_ids(keep):
+    from posenc_ref.corpus import default_corpus_dir
+
+    manifest = json.loads((default_corpus_dir() / "manifest.json").read_text())
+    return {e["id"] for e in manifest["cases"] if keep(e)}
+
+
+def _scaling_changes_the_rotation():
+    """The ok rope.apply/rope.scores cases whose scaling changes the frequencies or the factor (a dynamic
+    NTK case below its trained length, say, rotates as the default does)."""
+    from posenc_ref.registry import get_op
+    from posenc_ref.rope import SCALING, scaled_frequencies
+
+    ids = set()
+    for op, x_name in (("rope.apply", "x"), ("rope.scores", "q")):
+        record = get_op(op)
+        for case in record.cases:
+            params = record.full_params(case.params)
+            if case.error is not None or params["rope_type"] == "default" or params["layout"] == "interleaved_to_half":
+                continue
+            head = case.make_inputs()[x_name].shape[-1]
+            common = {"base": params["base"], "rotary_dim": params["rotary_dim"], "partial": params["partial"],
+                      "func": op}
+            _, w, a = scaled_frequencies(head, **common, **{k: params[k] for k in SCALING})
+            _, plain, _ = scaled_frequencies(head, **common)
+            if a != 1.0 or not np.array_equal(w, plain):
+                ids.add(case.id)
+    return ids
+
+
+def test_a_wrong_scaling_or_cache_row_fails(monkeypatch):
+    """Deliberate mistakes in the RoPE graphs are caught: the scaling ignored in rope.apply/rope.scores
+    (plain frequencies, the op's own attention factor), YaRN's ext_factor ignored, and rope.rotate
+    reading cache rows 0..T-1 instead of the positions' rows (at float32 through the RotaryEmbedding
+    operator's position_ids, at float64 through the primitive Gather)."""
+    module = _module()
+    scaled = _scaling_changes_the_rotation()
+    ext = _corpus_ids(lambda e: "ext_factor" in e["id"] and not e["expected_error"])
+    rotate = _corpus_ids(lambda e: e["op"] == "rope.rotate" and not e["expected_error"])
+    assert len(scaled) >= 15 and len(ext) == 3 and len(rotate) == 6
+    single, double = module.OnnxRuntimeAdapter("float32"), module.OnnxRuntimeAdapter("float64")
+    assert "RotaryEmbedding" in single.calls["rope.rotate"] and "Gather" in double.calls["rope.rotate"]
+    assert _failing_cases(single, scaled | ext | rotate) == set()
+    assert _failing_cases(double, rotate) == set()
+    primitive = _part("onnx_primitive")
+    real_inv_freq = primitive._inv_freq
+
+    with monkeypatch.context() as m:
+        _patch(m, module, "_scaled", lambda g, sc, rd: {})
+        assert _failing_cases(single, scaled) == scaled
+    with monkeypatch.context() as m:
+        _patch(m, module, "_inv_freq", lambda g, c: real_inv_freq(g, {**c, "ext": 1.0}))
+        assert _failing_cases(single, ext) == ext
+    with monkeypatch.context() as m:
+        _patch(m, module, "_position_ids", lambda g, positions, batch, t: g.const(
+            np.broadcast_to(np.arange(t), (batch, t)), np.int64))
+        assert _failing_cases(single, rotate) == rotate
+        assert _failing_cases(double, rotate) == rotate
+
+
+def test_rope_rotate_uses_the_real_operator_with_position_ids():
+    """rope.rotate at float32: one RotaryEmbedding node fed the caches and position_ids; at float64 (no double
+    kernel) the primitive rotation; both match the reference on random caches and a partial rotation."""
+    from posenc_ref.rope import rope_rotate_cached
+
+    module = _module()
+    rng = np.random.default_rng(5)
+    x, cos, sin = rng.normal(size=(2, 3, 2, 10)), rng.normal(size=(9, 3)), rng.normal(size=(9, 3))
+    positions = np.array([[8, 0, 3], [1, 1, 7]])
+    for layout in ("half", "interleaved"):
+        params = {"layout": layout, "x_layout": "BTHD"}
+        expected = rope_rotate_cached(x, positions, cos, sin, **params)
+        c = module.checks.rotate_cached(params, {"x": x, "positions": positions, "cos_cache": cos, "sin_cache": sin})
+        for dtype, operator, atol in (("float32", True, 1e-5), ("float64", False, 1e-13)):
+            assert module.rotary_operator(dtype) is operator
+            g = _part("onnx_graph")._graph(dtype)
+            feeds, outs = _part("onnx_operators").build_rope_rotate(g, params, c, operator)
+            nodes = [n for n in g.nodes if n.op_type == "RotaryEmbedding"]
+            assert len(nodes) == int(operator)
+            if operator:
+                assert len(nodes[0].input) == 4  # X, cos_cache, sin_cache, position_ids
+            actual = _part("onnx_graph")._execute(g, feeds, outs, dtype, 23 if operator else 21)["y"]
+            np.testing.assert_allclose(actual, expected, rtol=0, atol=atol)
 
 
 def test_the_deprecated_onnxruntime_adapter_spelling_loads_the_same_adapter():

@@ -1,6 +1,6 @@
 """The ops that map onto a real ONNX operator: ``RotaryEmbedding`` and ``Attention`` (opset 23) for
-``rope.apply``, ``rope.scores``, ``attention``, ``attention.pipeline`` and the ``attention.<scheme>``
-ops, ``Resize`` for ``resample.*``: the library side of the ONNX Runtime adapter
+``rope.apply``, ``rope.scores``, ``rope.rotate``, ``attention``, ``attention.pipeline`` and the
+``attention.<scheme>`` ops, ``Resize`` for ``resample.*``: the library side of the ONNX Runtime adapter
 (:mod:`onnxruntime_graphs`, which describes how the case's conventions map onto their attributes).
 """
 
@@ -17,49 +17,106 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers l
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from onnx_graph import I64, NUMPY, Feeds, Graph, Outs, _inputs_as, helper  # noqa: E402
-from onnx_primitive import _alibi_bias, _angles, _distance, _shaw_index, _t5_bias, _xl_embedding  # noqa: E402
+from onnx_primitive import (  # noqa: E402
+    _alibi_bias,
+    _angles,
+    _distance,
+    _shaw_index,
+    _t5_bias,
+    _xl_embedding,
+    build_rotate_cached,
+    scaled_inv_freq,
+)
 
 
 def _rotary(g: Graph, params: Mapping[str, Any], x: str, shape: tuple[int, ...], positions: str, t: int,
-            space: int, rd: int) -> str:
+            space: int, rd: int, inv_freq: str | None = None, factor: float | None = None) -> str:
     """One real ``RotaryEmbedding`` (opset 23) node on ``x``: cos/sin caches (B, T, S/2) built in the
     graph from the positions (no ``position_ids``), ``interleaved`` = layout,
     ``rotary_embedding_dim`` = S (prefix: rotary_dim; proportional: the head dim, with frequency 0
-    past rotary_dim); ``x_layout="BTHD"`` is the 3-D (B, T, H*D) input with ``num_heads``."""
+    past rotary_dim); ``x_layout="BTHD"`` is the 3-D (B, T, H*D) input with ``num_heads``.
+    ``inv_freq`` (S/2,) is a scaled variant's frequencies (:func:`onnx_primitive.scaled_inv_freq`),
+    ``factor`` the whole attention factor; by default ``Pow(base, -2i/S)`` and the op's
+    ``attention_factor``."""
     batch = shape[0]
-    i = np.arange(space // 2, dtype=np.float64)
-    exponent = g.const(np.where(i < rd // 2, 2.0 * i / space, 0.0))
-    inv_freq = g.op("Mul", g.op("Pow", g.const(float(params["base"])), g.op("Neg", exponent)),
-                    g.const((i < rd // 2).astype(np.float64)))  # (S/2,)
+    if inv_freq is None:
+        i = np.arange(space // 2, dtype=np.float64)
+        exponent = g.const(np.where(i < rd // 2, 2.0 * i / space, 0.0))
+        inv_freq = g.op("Mul", g.op("Pow", g.const(float(params["base"])), g.op("Neg", exponent)),
+                        g.const((i < rd // 2).astype(np.float64)))  # (S/2,)
     angle = _angles(g, g.op("Expand", positions, g.const([batch, t], I64)), inv_freq)  # (B, T, S/2)
-    factor = g.const(float(params["attention_factor"]))
+    factor = g.const(float(params["attention_factor"] if factor is None else factor))
     cos = g.cast(g.op("Mul", g.op("Cos", angle), factor), g.x_dtype)
     sin = g.cast(g.op("Mul", g.op("Sin", angle), factor), g.x_dtype)
     attrs = {"interleaved": int(params["layout"] == "interleaved"), "rotary_embedding_dim": space}
-    if params["x_layout"] == "BHTD":
-        return g.op("RotaryEmbedding", x, cos, sin, **attrs)
-    flat = g.op("Reshape", x, g.const([batch, t, -1], I64))
-    return g.op("Reshape", g.op("RotaryEmbedding", flat, cos, sin, num_heads=shape[2], **attrs),
-                g.const(list(shape), I64))
+    return _rotary_node(g, params["x_layout"], x, shape, cos, sin, None, attrs)
+
+
+def _rotary_node(g: Graph, x_layout: str, x: str, shape: tuple[int, ...], cos: str, sin: str,
+                 position_ids: str | None, attrs: Mapping[str, Any]) -> str:
+    """The ``RotaryEmbedding`` node itself: 4-D (B, H, T, D) ``x`` as it is, (B, T, H, D) as the 3-D
+    (B, T, H*D) input with ``num_heads``; ``position_ids`` (B, T) index 2-D caches when given."""
+    inputs = [x, cos, sin] + ([position_ids] if position_ids is not None else [])
+    if x_layout == "BHTD":
+        return g.op("RotaryEmbedding", *inputs, **attrs)
+    inputs[0] = g.op("Reshape", x, g.const([shape[0], shape[1], -1], I64))
+    return g.op("Reshape", g.op("RotaryEmbedding", *inputs, num_heads=shape[2], **attrs), g.const(list(shape), I64))
+
+
+def _scaled(g: Graph, sc: Mapping[str, Any] | None, rd: int) -> dict[str, Any]:
+    """The ``inv_freq``/``factor`` keywords of :func:`_rotary` for the scaling ``sc`` (the default
+    type keeps the plain frequencies, the factor is the whole one)."""
+    if sc is None:
+        return {}
+    return {"inv_freq": None if sc["type"] == "default" else scaled_inv_freq(g, sc, rd), "factor": sc["a"]}
 
 
 def build_rope_apply(g: Graph, params: Mapping[str, Any], x: np.ndarray, pos: np.ndarray, space: int,
-                     rd: int) -> tuple[Feeds, Outs]:
-    """``rope.apply``: one ``RotaryEmbedding`` node (:func:`_rotary`)."""
-    y = _rotary(g, params, "x", x.shape, "positions", pos.shape[-1], space, rd)
+                     rd: int, sc: Mapping[str, Any] | None = None) -> tuple[Feeds, Outs]:
+    """``rope.apply``: one ``RotaryEmbedding`` node (:func:`_rotary`) at the frequencies and
+    attention factor of the scaling ``sc`` (:func:`posenc_adapter_checks.scaling`)."""
+    y = _rotary(g, params, "x", x.shape, "positions", pos.shape[-1], space, rd, **_scaled(g, sc, rd))
     return [("x", x), ("positions", pos)], [(y, "y", "float")]
 
 
 def build_rope_scores(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.ndarray, qp: np.ndarray,
-                      kp: np.ndarray, space: int, rd: int) -> tuple[Feeds, Outs]:
+                      kp: np.ndarray, space: int, rd: int, sc: Mapping[str, Any] | None = None) -> tuple[Feeds, Outs]:
     """``rope.scores`` without xPos: q and k each through ``RotaryEmbedding`` at their own
-    positions, then ``MatMul(q, k^T)`` in (B, H, T, D) order."""
-    qr = _rotary(g, params, "q", q.shape, "q_positions", qp.shape[-1], space, rd)
-    kr = _rotary(g, params, "k", k.shape, "k_positions", kp.shape[-1], space, rd)
+    positions (the scaling ``sc`` as in :func:`build_rope_apply`), then ``MatMul(q, k^T)`` in
+    (B, H, T, D) order."""
+    scaled = _scaled(g, sc, rd)
+    qr = _rotary(g, params, "q", q.shape, "q_positions", qp.shape[-1], space, rd, **scaled)
+    kr = _rotary(g, params, "k", k.shape, "k_positions", kp.shape[-1], space, rd, **scaled)
     if params["x_layout"] == "BTHD":
         qr, kr = g.op("Transpose", qr, perm=[0, 2, 1, 3]), g.op("Transpose", kr, perm=[0, 2, 1, 3])
     scores = g.op("MatMul", qr, g.op("Transpose", kr, perm=[0, 1, 3, 2]))
     return [("q", q), ("k", k), ("q_positions", qp), ("k_positions", kp)], [(scores, "scores", "float")]
+
+
+def _position_ids(g: Graph, positions: str, batch: int, t: int) -> str:
+    """The (B, T) int64 cache rows of the (B|1, T) ``positions``."""
+    return g.op("Expand", positions, g.const([batch, t], I64))
+
+
+def build_rope_rotate(g: Graph, params: Mapping[str, Any], c: Mapping[str, Any],
+                      operator: bool) -> tuple[Feeds, Outs]:
+    """``rope.rotate``: with ``operator``, one real ``RotaryEmbedding`` (opset 23) node on x with the
+    given (N, P) caches and ``position_ids`` (the positions, ``Expand``-ed to (B, T)),
+    ``interleaved`` = layout, ``rotary_embedding_dim`` = 2P (the rest of the head passes through),
+    (B, T, H, D) as the 3-D input with ``num_heads``; x and the caches are fed in the operator's
+    dtype. Without it (no kernel at the dtype), the primitive graph
+    :func:`onnx_primitive.build_rotate_cached` in the compute dtype."""
+    x, pos, cos, sin = c["x"], c["positions"], c["cos"], c["sin"]
+    t = x.shape[2 if params["x_layout"] == "BHTD" else 1]
+    rows = _position_ids(g, "positions", x.shape[0], t)
+    feeds = [*_inputs_as(g.x_dtype, x=x, cos_cache=cos, sin_cache=sin), ("positions", pos)]
+    if operator:
+        attrs = {"interleaved": int(params["layout"] == "interleaved"), "rotary_embedding_dim": 2 * cos.shape[1]}
+        y = _rotary_node(g, params["x_layout"], "x", x.shape, "cos_cache", "sin_cache", rows, attrs)
+    else:
+        y = build_rotate_cached(g, c, params, g.cast("x", g.compute), g.cast("cos_cache", g.compute),
+                                g.cast("sin_cache", g.compute), rows)
+    return feeds, [(y, "y", "float")]
 
 
 def _attention_node(g: Graph, a: Mapping[str, Any], causal: str, past: int, q: str, k: str, v: str,

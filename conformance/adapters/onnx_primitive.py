@@ -51,10 +51,15 @@ def build_table(g: Graph, params: Mapping[str, Any], positions: np.ndarray) -> t
 
 
 def build_fairseq(g: Graph, params: Mapping[str, Any], tokens: np.ndarray) -> tuple[Feeds, Outs]:
-    """``sinusoidal.fairseq`` of the (B, T) int64 ``tokens``: the int64 rows and the embedding."""
+    """``sinusoidal.fairseq`` of the (B, T) int64 ``tokens``: the int64 rows and the embedding.
+    ``cache_rule="fairseq"``: ``pad + CumSum(real) * real`` (``pad + past + 1`` for an incremental
+    step); ``"m2m100"``: ``(CumSum(real) + past) * real + pad`` for any chunk length."""
     pad, past = int(params["padding_idx"]), int(params["past_length"])
     real = g.op("Cast", g.op("Not", g.op("Equal", "tokens", g.const(pad, np.int64))), to=TensorProto.INT64)
-    if past:
+    if params.get("cache_rule", "fairseq") == "m2m100":  # (cumsum(real) + past) * real + pad, any T
+        counted = g.op("Add", g.op("CumSum", real, g.const(1, np.int64)), g.const(past, np.int64))
+        rows = g.op("Add", g.op("Mul", counted, real), g.const(pad, np.int64))
+    elif past:
         rows = g.op("Add", g.op("Mul", "tokens", g.const(0, np.int64)), g.const(pad + past + 1, np.int64))
     else:
         counted = g.op("Mul", g.op("CumSum", real, g.const(1, np.int64)), real)
@@ -97,10 +102,11 @@ def _yarn_ramp(g: Graph, i: str, low: float, high: float) -> str:
     return g.op("Clip", g.op("Div", g.op("Sub", i, g.const(low)), g.const(high - low)), g.const(0.0), g.const(1.0))
 
 
-def build_inv_freq(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
-    """``1 / Pow(base, 2i/d)`` and each variant's per-pair blend in the graph; the scalars (scaled
-    bases, band edges, YaRN ramp ends and factors) are Python float64, as transformers keeps them."""
-    c = checks.inv_freq(params)
+def _inv_freq(g: Graph, c: Mapping[str, Any]) -> str:
+    """The (d/2,) frequencies of :func:`posenc_adapter_checks.inv_freq`'s bookkeeping ``c`` (every
+    rope_type but longrope): ``1 / Pow(base, 2i/d)`` and the variant's per-pair blend in the graph.
+    YaRN's blend weight is the ramp ``gamma``, or ``gamma + (1 - gamma)(1 - e)`` with ggml's
+    ``ext_factor`` e < 1."""
     dim, s = c["dim"], c["s"]
     i = g.const(np.arange(dim // 2))
     w = g.op("Div", g.const(1.0), g.op("Pow", g.const(c["base"]), g.op("Div", g.op("Mul", i, g.const(2.0)),
@@ -119,7 +125,18 @@ def build_inv_freq(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
         w = g.op("Where", g.op("Less", wavelength, g.const(c["original"] / c["high"])), w, long)
     elif c["type"] == "yarn":
         ramp = _yarn_ramp(g, i, *c["ramp"])
+        ext = float(c.get("ext", 1.0))
+        if ext != 1.0:  # ggml scales the extrapolation weight 1 - gamma by ext_factor
+            ramp = g.op("Add", ramp, g.op("Mul", g.op("Sub", g.const(1.0), ramp), g.const(1.0 - ext)))
         w = g.op("Add", g.op("Mul", w, g.op("Sub", g.const(1.0), ramp)), g.op("Mul", scaled, ramp))
+    return w
+
+
+def build_inv_freq(g: Graph, params: Mapping[str, Any]) -> tuple[Feeds, Outs]:
+    """:func:`_inv_freq` in the graph; the scalars (scaled bases, band edges, YaRN ramp ends and
+    factors) are Python float64, as transformers keeps them."""
+    c = checks.inv_freq(params)
+    w = _inv_freq(g, c)
     factor, softmax = g.op("Identity", g.const([c["a"]])), g.op("Identity", g.const([c["softmax"]]))
     return [], [(w, "inv_freq", "float"), (factor, "attention_factor", "float"), (softmax, "softmax_scale", "float")]
 
@@ -379,17 +396,55 @@ def build_shaw(g: Graph, params: Mapping[str, Any], op: str, a: Mapping[str, Any
     return feeds + _inputs_as(dtype, weights=a["weights"], v=a["v"], rel_values=a["table"]), [(out, "output", "float")]
 
 
-def build_longrope(g: Graph, c: Mapping[str, Any], dtype: str) -> tuple[Feeds, Outs]:
-    """``Reciprocal(e * Pow(base, 2i/d))`` with ``e`` the factor list in use (long when L > L0),
-    chosen in Python as transformers chooses it; the attention factor is a Python float64 scalar,
-    as transformers keeps it."""
+def _longrope_inv_freq(g: Graph, c: Mapping[str, Any], factors: str) -> str:
+    """``Reciprocal(e * Pow(base, 2i/d))`` (d/2,) with ``factors`` the graph tensor of the list in use."""
     dim = c["dim"]
     i = g.const(np.arange(dim // 2))
     power = g.op("Pow", g.const(c["base"]), g.op("Div", g.op("Mul", i, g.const(2.0)), g.const(float(dim))))
-    inv_freq = g.op("Reciprocal", g.op("Mul", g.cast("ext_factors", g.compute), power))
+    return g.op("Reciprocal", g.op("Mul", factors, power))
+
+
+def build_longrope(g: Graph, c: Mapping[str, Any], dtype: str) -> tuple[Feeds, Outs]:
+    """:func:`_longrope_inv_freq` with ``e`` the factor list in use (long when L > L0), chosen in
+    Python as transformers chooses it; the attention factor is a Python float64 scalar, as
+    transformers keeps it."""
+    inv_freq = _longrope_inv_freq(g, c, g.cast("ext_factors", g.compute))
     factor = g.op("Identity", g.const([c["a"]]))
     return _inputs_as(dtype, ext_factors=c["factors"]), [(inv_freq, "inv_freq", "float"),
                                                          (factor, "attention_factor", "float")]
+
+
+def scaled_inv_freq(g: Graph, sc: Mapping[str, Any], rd: int) -> str:
+    """The (S/2,) frequencies of a scaled ``rope.apply``/``rope.scores``, from
+    :func:`posenc_adapter_checks.scaling`'s ``sc`` (its ``freq`` at dim = S): the variant's
+    frequencies as for ``rope.inv_freq`` / ``rope.longrope_inv_freq`` (the factor list a constant),
+    times 0 from pair ``rd/2`` on (proportional rotation)."""
+    c = sc["freq"]
+    w = _longrope_inv_freq(g, c, g.const(c["factors"])) if sc["type"] == "longrope" else _inv_freq(g, c)
+    pairs = c["dim"] // 2
+    if rd // 2 < pairs:
+        w = g.op("Mul", w, g.const((np.arange(pairs) < rd // 2).astype(np.float64)))
+    return w
+
+
+def build_rotate_cached(g: Graph, c: Mapping[str, Any], params: Mapping[str, Any], x: str, cos: str, sin: str,
+                        rows: str) -> str:
+    """``rope.rotate`` with primitive operators: ``Gather`` of the cache rows at the (B|1, T) int64
+    ``rows``, the first 2P channels split into pairs (``Slice``, or ``Reshape`` to (..., P, 2) for
+    interleaved pairs) and turned with ``Mul``/``Sub``/``Add``, the rest concatenated back
+    untouched. ``x``, ``cos`` and ``sin`` are graph tensors in the compute dtype."""
+    n, width = c["cos"].shape[1], c["x"].shape[-1]
+    head_axis = g.const([1 if params["x_layout"] == "BHTD" else 2], I64)
+    cr, sr = (g.op("Unsqueeze", g.op("Gather", t, rows, axis=0), head_axis) for t in (cos, sin))  # like x's pairs
+    layout = params["layout"]
+    if layout == "interleaved":
+        cr, sr = g.unsqueeze_last(cr), g.unsqueeze_last(sr)
+    head = g.last(x, 0, 2 * n) if 2 * n < width else x
+    a, b = _pair_channels(g, head, n, layout)
+    ra = g.op("Sub", g.op("Mul", a, cr), g.op("Mul", b, sr))
+    rb = g.op("Add", g.op("Mul", b, cr), g.op("Mul", a, sr))
+    out = _join_channels(g, ra, rb, layout)
+    return g.op("Concat", out, g.last(x, 2 * n, width), axis=-1) if 2 * n < width else out
 
 
 def _xl_embedding(g: Graph, distance: str, width: int, base: float) -> str:

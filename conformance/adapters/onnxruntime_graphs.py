@@ -18,6 +18,8 @@ rope.mrope_cos_sin, alibi.*,
 t5.*, deberta.*, shaw.*,
 transformer_xl.*
 rope.apply, rope.scores          ``RotaryEmbedding`` (+ ``MatMul`` for scores)      float32, float16 [2]_
+rope.rotate                      ``RotaryEmbedding`` with ``position_ids``;         float32, float16 [2]_;
+                                 ``Gather`` + ``Mul``/``Sub``/``Add`` at float64    float64 [4]_
 attention                        ``Attention``                                      float32, float16 [2]_
 attention.rope                   two ``RotaryEmbedding`` + ``Attention``            float32, float16 [2]_
 attention.alibi, attention.t5    bias graph + ``Attention`` (``attn_mask``)         float32, float16 [2]_
@@ -32,17 +34,25 @@ resample.*                       ``Resize``                                     
    MRoPE, Shaw, LongRoPE and Transformer-XL take their float inputs in float16, as a float16
    model holds them (the older ones are fed float64 and cast to float32 in the graph).
 .. [2] Neither ``RotaryEmbedding`` nor ``Attention`` has a double kernel in onnxruntime 1.30:
-   these ops are not_applicable at float64, never a pass (for the 3-D ``Attention`` of
-   attention.pipeline onnxruntime runs the operator's function body, which computes
-   ``sqrt(scale)`` in float32). At float16 they take float16 inputs (x, q, k, v, the caches and
+   these ops are not_applicable at float64, never a pass (rope.rotate falls back, [4]_; for the
+   3-D ``Attention`` of attention.pipeline onnxruntime runs the operator's function body, which
+   computes ``sqrt(scale)`` in float32). At float16 they take float16 inputs (x, q, k, v, the caches and
    ``attn_mask``), as a float16 model feeds them.
 .. [3] ``Resize`` has no double kernel in onnxruntime 1.30 (not_applicable at float64); at
    float16 it runs the float16 kernel on the float16 table.
+.. [4] ``rope.rotate`` runs the operator wherever onnxruntime has its kernel (checked once per
+   dtype with a trial graph, :func:`rotary_operator`); where it has none (double in 1.30) the
+   same rotation is a primitive graph in float64: ``Gather`` of the cache rows, then the pair
+   channels turned with ``Mul``/``Sub``/``Add``.
 
 At start-up the adapter runs every op's graph once per dtype on a case from the registry (the
 op's smallest valid case the graphs can express, its parameters filled in from the registry's
 parameter table); an (op, dtype) pair whose graph onnxruntime refuses is ``not_applicable`` with
 onnxruntime's message as the reason, never a pass.
+
+``sinusoidal.fairseq``: the rows ``pad + CumSum(real) * real`` (``real = Not(Equal(token,
+pad))``; an incremental step is ``pad + past + 1``), or under ``cache_rule="m2m100"``
+``(CumSum(real) + past) * real + pad`` for any chunk length.
 
 ``learned.lookup``: ``Gather`` wraps negative indices and refuses indices past the end with
 a generic runtime error, so out-of-range and negative rows are refused by the wrapper first
@@ -56,7 +66,17 @@ head with caches whose frequencies past ``rotary_dim`` are 0; ``x_layout="BTHD"`
 positions (``Pow(base, -2i/S)``, attention factor folded in) and cast to the operator's type.
 ``interleaved_to_half`` has no form (not_applicable). ``rope.scores`` rotates q and k with one
 ``RotaryEmbedding`` node each and multiplies them with ``MatMul``; with ``xpos_scale_base`` set it
-is not_applicable.
+is not_applicable. Every RoPE scaling (``rope_type`` and its parameters, checked by
+:func:`posenc_adapter_checks.scaling`) changes only the caches: the S/2 frequencies are the
+rope.inv_freq graph of the variant at ``dim = S`` (rope.longrope_inv_freq's for longrope, the
+factor list in use a constant), times 0 from pair ``rotary_dim/2`` on under
+``partial="proportional"``, and the whole attention factor (the op's times the variant's, a
+Python float64 scalar) multiplies cos and sin.
+
+``rope.rotate`` gives the case's caches to ``RotaryEmbedding`` as they are (2-D (N, P), in the
+operator's dtype), with the positions ``Expand``-ed to the (B, T) ``position_ids``,
+``interleaved`` = layout and ``rotary_embedding_dim = 2P`` (the rest of the head passes
+through); (B, T, H, D) is the 3-D input with ``num_heads``.
 
 ``attention`` runs the real ``Attention`` operator (opset 23): 4-D Q/K/V (GQA from the head
 counts), ``scale``, ``is_causal=1``; bottom-right causal alignment with ``Tk > Tq`` passes the
@@ -84,7 +104,8 @@ output projection), projects with ``MatMul`` and attends with the 3-D form of ``
 and ``deberta.*`` are primitive graphs (``Log``, ``Ceil``, ``Cast`` to int64
 truncating, ``Where``, ``Gather``, ``Transpose``, ...); the bucket ladders are the float formulas
 of transformers. ``rope.inv_freq`` (every rope_type but longrope): the per-pair arrays in the graph,
-the scalars in Python float64 as transformers keeps them. ``rope.longrope_inv_freq``:
+the scalars in Python float64 as transformers keeps them; YaRN's ``ext_factor`` e < 1 turns the
+ramp weight ``gamma`` into ``gamma + (1 - gamma)(1 - e)`` in the graph. ``rope.longrope_inv_freq``:
 ``Reciprocal(e * Pow(base, 2i/d))`` with the factor list in use (chosen in Python, as transformers
 does) and the attention factor a Python float64 scalar.
 
@@ -131,6 +152,7 @@ Needs ``pip install 'posenc-ref[onnx]'``.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -153,6 +175,7 @@ from onnx_operators import (  # noqa: E402
     build_pipeline,
     build_resample,
     build_rope_apply,
+    build_rope_rotate,
     build_rope_scores,
 )
 from onnx_primitive import (  # noqa: E402
@@ -231,8 +254,9 @@ def run_cos_sin(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dty
 
 def run_rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
     x, pos, space, rd = checks.rope_apply(params, inputs)
+    sc = checks.scaling("rope.apply", params, space, rd)
     g = _graph(dtype)
-    feeds, outs = build_rope_apply(g, params, x.astype(NUMPY[dtype]), pos, space, rd)
+    feeds, outs = build_rope_apply(g, params, x.astype(NUMPY[dtype]), pos, space, rd, sc)
     return _execute(g, feeds, outs, dtype, ROPE_OPSET)
 
 
@@ -240,9 +264,32 @@ def run_rope_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
                     dtype: str) -> dict[str, np.ndarray]:
     q, k, qp, kp, space = checks.rope_scores(params, inputs)
     rd = space if params["rotary_dim"] is None else int(params["rotary_dim"])  # < S: proportional
+    sc = checks.scaling("rope.scores", params, space, rd)
     g = _graph(dtype)
-    feeds, outs = build_rope_scores(g, params, q.astype(NUMPY[dtype]), k.astype(NUMPY[dtype]), qp, kp, space, rd)
+    feeds, outs = build_rope_scores(g, params, q.astype(NUMPY[dtype]), k.astype(NUMPY[dtype]), qp, kp, space, rd, sc)
     return _execute(g, feeds, outs, dtype, ROPE_OPSET)
+
+
+@functools.cache
+def rotary_operator(dtype: str) -> bool:
+    """Whether onnxruntime runs the ``RotaryEmbedding`` operator with ``position_ids`` at ``dtype``
+    (a trial run of a tiny graph; onnxruntime 1.30 has float32 and float16 kernels, no double one)."""
+    g = _graph(dtype)
+    c = {"x": np.zeros((1, 1, 1, 2)), "positions": np.zeros((1, 1), np.int64), "cos": np.ones((1, 1)),
+         "sin": np.zeros((1, 1))}
+    try:
+        _execute(g, *build_rope_rotate(g, {"layout": "half", "x_layout": "BHTD"}, c, True), dtype, ROPE_OPSET)
+    except (ort.capi.onnxruntime_pybind11_state.NotImplemented, ort.capi.onnxruntime_pybind11_state.InvalidGraph,
+            ort.capi.onnxruntime_pybind11_state.Fail):
+        return False
+    return True
+
+
+def run_rope_rotate(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    c = checks.rotate_cached(params, inputs)
+    g = _graph(dtype)
+    operator = rotary_operator(dtype)
+    return _execute(g, *build_rope_rotate(g, params, c, operator), dtype, ROPE_OPSET if operator else OPSET)
 
 
 def run_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
@@ -386,7 +433,7 @@ RUNNERS: dict[str, Runner] = {
     "sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
     "learned.lookup": run_lookup,
     "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply,
-    "rope.scores": run_rope_scores,
+    "rope.scores": run_rope_scores, "rope.rotate": run_rope_rotate,
     "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
     "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
     "deberta.bucket": run_deberta_bucket, "deberta.scores": run_deberta_scores,
@@ -406,6 +453,15 @@ CALLS["rope.apply"] = f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), 
 
 
 CALLS["rope.scores"] = f"two ONNX RotaryEmbedding operators (opset {ROPE_OPSET}) and MatMul (no xPos)"
+
+
+def rotate_call(dtype: str) -> str:
+    """What computes ``rope.rotate`` at ``dtype``: the operator where onnxruntime has its kernel."""
+    if rotary_operator(dtype):
+        return (f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}) with position_ids into the given "
+                "cos_cache/sin_cache, rotary_embedding_dim = 2P")
+    return (f"ONNX graph of primitive operators (Gather of the cache rows, Mul/Sub/Add), opset {OPSET}: "
+            f"onnxruntime {ort.__version__} has no {dtype} RotaryEmbedding kernel")
 
 
 CALLS["attention"] = (f"the ONNX Attention operator (opset {ATTENTION_OPSET}): is_causal, past_key/past_value for "
@@ -504,7 +560,8 @@ class OnnxRuntimeAdapter(Adapter):
         self.refused = {op: reason for op in RUNNERS if (reason := _probe(op, dtype))}
         ops = {op: self._runner(fn) for op, fn in RUNNERS.items()}
         super().__init__("onnxruntime-graphs", f"onnxruntime {ort.__version__}, onnx {onnx.__version__}", dtype, ops,
-                         {op: {} for op in ops}, CALLS, OnnxRuntimeAdapter, tuple(ELEM))
+                         {op: {} for op in ops}, {**CALLS, "rope.rotate": rotate_call(dtype)}, OnnxRuntimeAdapter,
+                         tuple(ELEM))
 
     def _runner(self, fn: Runner) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray]], dict[str, np.ndarray]]:
         return lambda params, inputs: fn(params, inputs, self.dtype)

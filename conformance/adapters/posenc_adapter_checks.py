@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from posenc_adapter_shared import base_value, choice, integer, invalid, invalid_shape, positions
+from posenc_adapter_shared import Rejected, base_value, choice, integer, invalid, invalid_shape, positions
 
 
 def positive(name: str, value: Any) -> float:
@@ -76,6 +76,68 @@ def rope_positions(name: str, value: Any, x: np.ndarray, x_layout: str) -> np.nd
     if pos.ndim not in (1, 2) or pos.shape[-1] != t or (pos.ndim == 2 and pos.shape[0] not in (1, x.shape[0])):
         raise invalid_shape(f"{name} must have shape (T,) or (B, T) with T={t}, got {pos.shape}")
     return pos.reshape(-1, t)
+
+
+SCALING_KEYS = ("rope_type", "factor", "original_max_position", "context_length", "low_freq_factor",
+                "high_freq_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "scaling_attention_factor",
+                "truncate", "ext_factor", "short_factor", "long_factor", "dynamic_convention", "yarn_convention")
+"""The scaling parameters of rope.apply / rope.scores (the corpus params carry every one)."""
+_OWN_KEYS = {"rope.apply": ("base", "rotary_dim", "partial", "layout", "x_layout", "attention_factor"),
+             "rope.scores": ("base", "rotary_dim", "partial", "layout", "x_layout", "attention_factor",
+                             "xpos_scale_base")}
+
+
+def scaling(op: str, params: Mapping[str, Any], space: int, rd: int) -> dict[str, Any]:
+    """The scaling of a ``rope.apply``/``rope.scores`` case over its rotary space ``S`` (``space``).
+
+    Returns ``{"type": rope_type, "a": the whole attention factor (the op's attention_factor times
+    the variant's), "freq": the variant's bookkeeping}``, where ``freq`` is :func:`inv_freq` at
+    ``dim = S`` (for ``type == "default"`` the plain ``base ** -(2i / S)``) or, for longrope,
+    :func:`longrope`'s dict at ``dim = S``. The port computes the variant's ``S/2`` frequencies
+    from ``freq`` exactly as for ``rope.inv_freq`` and sets pairs ``i >= rd/2`` to frequency 0
+    (proportional rotation). ``rope_type="proportional"`` needs ``partial="proportional"`` and
+    is the plain frequencies over ``S`` divided by ``factor`` (1 when None). An unknown keyword
+    is rejected, as the reference rejects it.
+    """
+    unknown = sorted(set(params) - set(SCALING_KEYS) - set(_OWN_KEYS[op]))
+    if unknown:
+        raise invalid(f"unknown keyword {unknown[0]!r}")
+    kind = choice("rope_type", params.get("rope_type", "default"), (*INV_FREQ_TYPES, "longrope"))
+    if kind == "proportional" and params["partial"] != "proportional":
+        raise invalid("rope_type='proportional' needs partial='proportional'")
+    explicit = params.get("scaling_attention_factor")
+    if kind == "longrope":
+        lists = {"short_factor": params["short_factor"], "long_factor": params["long_factor"]}
+        for name, value in lists.items():
+            if value is None and (name == "long_factor") == (
+                    int(params["context_length"] or 0) > int(params["original_max_position"] or 0)):
+                raise invalid(f"rope_type='longrope' needs {name}")
+        freq = longrope({**params, "dim": space, "attention_factor": explicit, "longrope_convention": "transformers"},
+                        {k: np.asarray(v if v is not None else [1.0], dtype=np.float64) for k, v in lists.items()})
+    else:
+        freq = inv_freq({**params, "dim": space, "attention_factor": explicit, "partial_rotary_factor": 1.0})
+    return {"type": kind, "a": positive("attention_factor", params["attention_factor"]) * float(freq["a"]),
+            "freq": freq}
+
+
+def rotate_cached(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``rope.rotate``: ``{"x": 4-D, "positions": (B|1, T) int64 rows, "cos": (N, P), "sin": (N, P)}``.
+
+    The first ``2P`` channels rotate at ``cos[positions]``/``sin[positions]``; the rest pass through.
+    """
+    choice("layout", params["layout"], ("half", "interleaved"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    x = finite_array("x", inputs["x"], ndim=4)
+    cos, sin = finite_array("cos_cache", inputs["cos_cache"], ndim=2), finite_array("sin_cache", inputs["sin_cache"],
+                                                                                     ndim=2)
+    if cos.shape != sin.shape:
+        raise invalid_shape(f"cos_cache and sin_cache must have the same shape, got {cos.shape} and {sin.shape}")
+    if 2 * cos.shape[1] > x.shape[-1]:
+        raise invalid_shape(f"the caches rotate {2 * cos.shape[1]} channels, more than the head dim {x.shape[-1]}")
+    pos = rope_positions("positions", inputs["positions"], x, x_layout)
+    if pos.size and int(pos.max()) >= cos.shape[0]:
+        raise Rejected("out_of_range", f"positions must be < the cache length {cos.shape[0]}, got {int(pos.max())}")
+    return {"x": x, "positions": pos, "cos": cos, "sin": sin}
 
 
 def rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, int, int]:
@@ -217,11 +279,17 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
 
         m, m_all = params["mscale"], params["mscale_all_dim"]
         truncate = bool(params["truncate"])
+        ext = float(params.get("ext_factor", 1.0))
+        if not 0.0 <= ext <= 1.0:
+            raise invalid(f"ext_factor must be in [0, 1], got {params.get('ext_factor')!r}")
+        out["ext"] = ext
         if yarn_convention == "vllm_deepseek":
             truncate = True
             out["a"] = mscale(1.0 if m is None else float(m)) / mscale(0.0 if m_all is None else float(m_all))
         elif params["attention_factor"] is not None:
             out["a"] = positive("attention_factor", params["attention_factor"])
+        elif ext == 0.0:
+            out["a"] = 1.0  # ggml: no magnitude correction without extrapolation
         elif m and m_all:
             out["a"] = mscale(float(m)) / mscale(float(m_all))
         else:
@@ -234,7 +302,8 @@ def inv_freq(params: Mapping[str, Any]) -> dict[str, Any]:
         if truncate:
             lo, hi = float(np.floor(lo)), float(np.ceil(hi))
         lo, hi = max(lo, 0.0), min(hi, dim - 1.0)
-        out["ramp"] = (lo, hi + 0.001 if lo == hi else hi)
+        out["ramp"] = (lo, hi + 0.001 if lo == hi else hi)  # gamma = clip((i - lo) / (hi - lo), 0, 1)
+        # with ext_factor e the blend weight is gamma + (1 - gamma) * (1 - e) (gamma itself when e = 1)
         out["softmax"] = mscale(float(m_all)) ** 2 if m_all else 1.0
     return out
 

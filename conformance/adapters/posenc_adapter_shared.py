@@ -120,15 +120,19 @@ def validate_table(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) 
 
 
 def validate_fairseq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
-    """``sinusoidal.fairseq``: the (B, T) token ids as int64."""
+    """``sinusoidal.fairseq``: the (B, T) token ids as int64.
+
+    Rows: ``cache_rule="fairseq"``: past 0: ``pad + cumsum(real) * real``; past > 0: one token,
+    row ``pad + past + 1``. ``"m2m100"``: ``(cumsum(real) + past) * real + pad`` for any T."""
     integer("dim", params["dim"], 4)
     integer("padding_idx", params["padding_idx"], 0)
     past = integer("past_length", params["past_length"], 0)
     base_value(params["base"])
+    rule = choice("cache_rule", params.get("cache_rule", "fairseq"), ("fairseq", "m2m100"))
     tokens = positions("tokens", inputs["tokens"])
     if tokens.ndim != 2:
         raise Rejected("invalid_shape", f"tokens must have shape (B, T), got {tokens.shape}")
-    if past and tokens.shape[1] != 1:
+    if past and tokens.shape[1] != 1 and rule == "fairseq":
         raise invalid(f"an incremental step (past_length={past}) takes one token per row, got {tokens.shape}")
     return tokens
 
