@@ -233,6 +233,26 @@ def _fails(port, case, dtype="float32"):
      lambda real: lambda x, heads: x.reshape(x.shape[0], heads, x.shape[1], -1)),  # heads split without the transpose
     ("longrope_inv_freq", "rope.longrope_inv_freq.phi3.L4097",
      lambda real: lambda factors, dim, base, c: real(factors[::-1], dim, base, c)),
+    ("scaled_freq", "rope.apply.linear.d128.factor8.long",  # the scaling ignored: plain base ** (-2i/S)
+     lambda real: lambda scaling, space, rd, c: real({**scaling, "type": "default"}, space, rd, c)),
+    ("scaled_freq", "rope.scores.llama3.d128.long",
+     lambda real: lambda scaling, space, rd, c: real({**scaling, "type": "default"}, space, rd, c)),
+    ("scaled_freq", "rope.apply.proportional.gemma4.d128.rotary32.long",  # every pair turning
+     lambda real: lambda scaling, space, rd, c: real(scaling, space, space, c)),
+    ("inv_freq", "rope.inv_freq.yarn.ggml_ext_factor_0.5",  # ext_factor ignored
+     lambda real: lambda c, compute: real({**c, "ext": 1.0}, compute)),
+    ("inv_freq", "rope.apply.yarn.ggml_ext_factor_0.5.d128.long",
+     lambda real: lambda c, compute: real({**c, "ext": 1.0}, compute)),
+    ("rotate_cached", "rope.rotate.onnx.half.random_cache",  # rows 0..T-1 instead of the positions
+     lambda real: lambda x, rows, cos, sin, layout, x_layout: real(
+         x, np.broadcast_to(np.arange(rows.shape[-1]), rows.shape), cos, sin, layout, x_layout)),
+    ("rotate_cached", "rope.rotate.onnx.rotary_dim4.d8",
+     lambda real: lambda x, rows, cos, sin, layout, x_layout: real(
+         x, np.broadcast_to(np.arange(rows.shape[-1]), rows.shape), cos, sin, layout, x_layout)),
+    ("fairseq", "sinusoidal.fairseq.m2m100.chunk_after_cache",  # cache_rule ignored: fairseq's one-step rows
+     lambda real: lambda tokens, params, c: real(tokens, {**params, "cache_rule": "fairseq"}, c)),
+    ("fairseq", "sinusoidal.fairseq.m2m100.long_cache",  # the chunk's rows without the cached length
+     lambda real: lambda tokens, params, c: real(tokens, {**params, "past_length": 0}, c)),
 ])
 def test_a_wrong_port_variant_fails(monkeypatch, name, case, wrong):
     """The corpus catches each convention mistake in the new ports (the real port passes these cases)."""
@@ -244,6 +264,43 @@ def test_a_wrong_port_variant_fails(monkeypatch, name, case, wrong):
         if hasattr(part, name):
             monkeypatch.setattr(part, name, wrong(real))
     assert _fails(port, case)
+
+
+def _own_factor_only(real):
+    return lambda op, params, space, rd: {**real(op, params, space, rd), "a": float(params["attention_factor"])}
+
+
+def _explicit_factor_ignored(real):
+    return lambda op, params, space, rd: real(op, {**params, "scaling_attention_factor": None}, space, rd)
+
+
+@pytest.mark.parametrize(("case", "wrong"), [
+    ("rope.apply.yarn.d128.s16.long", _own_factor_only),  # YaRN's g(s) left out
+    ("rope.scores.longrope.d64.long", _own_factor_only),  # LongRoPE's sqrt(1 + ln s / ln L0) left out
+    ("rope.apply.yarn.explicit_attention_factor.d128.long", _explicit_factor_ignored),  # g(64) instead of 1
+])
+def test_a_port_with_the_wrong_scaling_attention_factor_fails(monkeypatch, case, wrong):
+    """The variant's attention factor (YaRN's g(s), LongRoPE's, an explicit one where given) multiplies
+    cos and sin on top of the op's own: a port that gets it wrong fails the scaled cases."""
+    port = _port()
+    assert not _fails(port, case)
+    monkeypatch.setattr(port.checks, "scaling", wrong(port.checks.scaling))
+    assert _fails(port, case)
+
+
+def test_rope_rotate_and_the_scaled_cases_pass():
+    """rope.rotate, every scaled rope.apply / rope.scores case and the m2m100 cache rule pass (float32)."""
+    import re
+
+    new = re.compile(r"rope\.(apply|scores)\.(linear|ntk_aware|dynamic|yarn|llama3|longrope|proportional\.gemma4)\."
+                     r"|rope\.rotate\.|ggml_ext_factor|^sinusoidal\.fairseq\.m2m100\.")
+    with x64(False):
+        adapter = load_adapter(SPEC)
+        run = run_conformance(adapter, spec="jax", select=lambda e: bool(new.search(e["id"])))
+    assert run.passed and {r.status for r in run.results} == {"pass"}
+    ops = {"rope.apply", "rope.scores", "rope.rotate", "rope.inv_freq", "sinusoidal.fairseq"}
+    assert ops <= {r.op for r in run.results}
+    assert run.executed >= 30
 
 
 def test_the_deprecated_jax_adapter_spelling_loads_the_same_adapter():

@@ -48,12 +48,15 @@ def table(rows: np.ndarray, p: Mapping[str, Any], compute: Any) -> Any:
 
 
 def fairseq(tokens: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
-    """fairseq rows (B, T) and embedding (B, T, dim)."""
+    """fairseq rows (B, T) and embedding (B, T, dim); ``cache_rule="m2m100"``: rows
+    ``(cumsum(real) + past) * real + pad`` for any chunk length (transformers M2M100)."""
     ids, pad, past = jnp.asarray(tokens), int(params["padding_idx"]), int(params["past_length"])
-    if past:
+    real = (ids != pad).astype(ids.dtype)
+    if params.get("cache_rule", "fairseq") == "m2m100":  # any chunk after ``past`` cached tokens
+        rows = (jnp.cumsum(real, axis=1) + past) * real + pad
+    elif past:  # fairseq's incremental step: one token, whatever it holds
         rows = jnp.full(ids.shape, pad + past + 1)
     else:
-        real = (ids != pad).astype(ids.dtype)
         rows = jnp.cumsum(real, axis=1) * real + pad
     p = {"dim": params["dim"], "base": params["base"], "ladder": "t2t", "layout": "concat_sin_cos",
          "odd_width": "zero_pad_last", "scale": 1.0}
@@ -99,6 +102,9 @@ def inv_freq(c: Mapping[str, Any], compute: Any) -> Any:
                          jnp.where(wavelength > c["original"] / c["low"], w / s, blended))
     if c["type"] == "yarn":
         ramp = yarn_ramp(i, *c["ramp"])
+        ext = c.get("ext", 1.0)
+        if ext != 1.0:  # ggml's ext_factor scales the extrapolation weight 1 - ramp
+            ramp = ramp + (1 - ramp) * (1 - ext)
         return w * (1 - ramp) + (w / s) * ramp
     return w  # default, and ntk_aware / dynamic with their scaled base
 
@@ -121,13 +127,35 @@ def rotary_freq(space: int, rd: int, base: float, compute: Any) -> Any:
     return jnp.where(i < rd // 2, jnp.power(jnp.asarray(base, dtype=compute), -(2 * i) / space), 0)
 
 
+def scaled_freq(scaling: Mapping[str, Any], space: int, rd: int, compute: Any) -> Any:
+    """The ``S/2`` frequencies of a scaled ``rope.apply``/``rope.scores`` case
+    (:func:`posenc_adapter_checks.scaling`): the variant's ``rope.inv_freq`` (LongRoPE's
+    ``rope.longrope_inv_freq``) at ``dim = S``, zero for the pairs from ``rd/2`` on."""
+    c = scaling["freq"]
+    if scaling["type"] == "default":
+        return rotary_freq(space, rd, c["base"], compute)
+    if scaling["type"] == "longrope":
+        w = longrope_inv_freq(c["factors"], space, c["base"], compute)
+    else:
+        w = inv_freq(c, compute)
+    return jnp.where(jnp.arange(space // 2) < rd // 2, w, 0)
+
+
 def rotate(x: Any, pos: np.ndarray, space: int, rd: int, params: Mapping[str, Any], layout: str,
-           compute: Any) -> Any:
-    """RoPE of x (B, H, T, D) or (B, T, H, D) at positions (B|1, T)."""
-    angle = jnp.asarray(pos).astype(compute)[..., None] * rotary_freq(space, rd, params["base"], compute)
+           compute: Any, freq: Any = None) -> Any:
+    """RoPE of x (B, H, T, D) or (B, T, H, D) at positions (B|1, T), at the frequencies ``freq``
+    (S/2; default: :func:`rotary_freq` of ``params["base"]``) and ``params["attention_factor"]``."""
+    freq = rotary_freq(space, rd, params["base"], compute) if freq is None else freq
+    angle = jnp.asarray(pos).astype(compute)[..., None] * freq
     angle = angle[:, None] if params["x_layout"] == "BHTD" else angle[:, :, None]
     factor = jnp.asarray(params["attention_factor"], dtype=compute)
     cos, sin = factor * jnp.cos(angle), factor * jnp.sin(angle)
+    return turn(x, cos, sin, space, layout)
+
+
+def turn(x: Any, cos: Any, sin: Any, space: int, layout: str) -> Any:
+    """The pairs of the first ``space`` channels of x turned by ``cos``/``sin`` (broadcastable to the
+    (..., space/2) pairs); the rest pass through."""
     n = space // 2
     if layout == "half":
         u, v = x[..., :n], x[..., n:space]
@@ -141,16 +169,25 @@ def rotate(x: Any, pos: np.ndarray, space: int, rd: int, params: Mapping[str, An
     return jnp.concatenate([rotated, x[..., space:]], axis=-1)
 
 
+def rotate_cached(x: Any, rows: np.ndarray, cos: Any, sin: Any, layout: str, x_layout: str) -> Any:
+    """``rope.rotate``: x (B, H, T, D) or (B, T, H, D) turned by the cache rows ``cos[rows]``,
+    ``sin[rows]`` (rows (B|1, T), caches (N, P)) over its first 2P channels (ONNX RotaryEmbedding)."""
+    index = jnp.asarray(rows)
+    c, s = jnp.take(cos, index, axis=0), jnp.take(sin, index, axis=0)  # (B|1, T, P)
+    c, s = (c[:, None], s[:, None]) if x_layout == "BHTD" else (c[:, :, None], s[:, :, None])
+    return turn(x, c, s, 2 * cos.shape[1], layout)
+
+
 def xpos_zeta(width: int, compute: Any) -> Any:
     """xPos's per-pair decay ``zeta_i = (2i + 0.4 D) / (1.4 D)`` for the pairs i < D/2 of a width D; (P,)."""
     return (2 * jnp.arange(width // 2, dtype=compute) + 0.4 * width) / (1.4 * width)
 
 
 def scores(q: Any, k: Any, qp: np.ndarray, kp: np.ndarray, space: int, rd: int, params: Mapping[str, Any],
-           compute: Any) -> Any:
+           compute: Any, freq: Any = None) -> Any:
     """``<R(m) q_m, R(n) k_n>`` (B, H, Tq, Tk), with the xPos pair weights when asked."""
-    qr = rotate(q, qp, space, rd, params, params["layout"], compute)
-    kr = rotate(k, kp, space, rd, params, params["layout"], compute)
+    qr = rotate(q, qp, space, rd, params, params["layout"], compute, freq)
+    kr = rotate(k, kp, space, rd, params, params["layout"], compute, freq)
     if params["x_layout"] == "BTHD":
         qr, kr = qr.transpose(0, 2, 1, 3), kr.transpose(0, 2, 1, 3)
     if params["xpos_scale_base"] is None:

@@ -8,9 +8,9 @@ learned.lookup
 rope.inv_freq (every           ``jax.numpy`` port of transformers' init functions; LongRoPE is
 rope_type but longrope),       ``rope.longrope_inv_freq`` (``1 / (e_i * base ** (2i/d))``, the
 rope.longrope_inv_freq         factor list and attention factor chosen by the wrapper)
-rope.cos_sin, rope.apply,      ``jax.numpy`` port
-rope.scores, rope.xpos,
-rope.mrope_cos_sin
+rope.cos_sin, rope.apply,      ``jax.numpy`` port; ``rope.apply``/``rope.scores`` at every scaling
+rope.scores, rope.rotate,      (the rope.inv_freq / rope.longrope_inv_freq port at the rotary
+rope.xpos, rope.mrope_cos_sin  width), ``rope.rotate`` turning by the caller's cache rows
 alibi.*, t5.*, deberta.*,      ``jax.numpy`` port
 shaw.*
 transformer_xl.score           ``jax.numpy`` port: ``R = [sin | cos]`` of ``p_i - p_j`` as
@@ -61,8 +61,13 @@ the port's own softmax for the output instead of claiming float64. The weights c
 ``t5.bucket`` / ``deberta.*``: the float log ladders as transformers writes them (T5 truncates,
 DeBERTa ceils), in the compute dtype; the scalar logs are Python float64 as in transformers.
 ``rope.inv_freq``: scalar bookkeeping (scaled bases, YaRN ramp ends and factors) in Python float64,
-the per-pair arrays in the compute dtype, as transformers does. Bad input is refused by the
-wrapper checks in :mod:`posenc_adapter_checks`.
+the per-pair arrays in the compute dtype, as transformers does; YaRN's ``ext_factor`` ``e`` blends
+with ``gamma + (1 - gamma)(1 - e)`` in place of the ramp ``gamma`` (ggml's ``rope_yarn``). Bad input
+is refused by the wrapper checks in :mod:`posenc_adapter_checks`. ``rope.apply``/``rope.scores``
+take the same frequencies at ``dim = S`` (the rotary space; pairs from ``rotary_dim/2`` on at
+frequency 0) and the whole attention factor from :func:`posenc_adapter_checks.scaling`.
+``sinusoidal.fairseq``: ``cache_rule="m2m100"`` numbers a chunk after ``past_length`` cached tokens
+``(cumsum(real) + past) * real + padding_idx``, as transformers' M2M100 does.
 
 ``learned.lookup``: JAX indexing never raises; an index past the end reads the last row (the
 ``out_of_range="clamp"`` policy, ``jnp.take(..., mode="clip")``). The ``"error"`` policy is the
@@ -109,6 +114,8 @@ from jax_formulas import (  # noqa: E402
     rel_shift,
     rope_qk,
     rotate,
+    rotate_cached,
+    scaled_freq,
     scores,
     shaw_terms,
     split_heads,
@@ -196,16 +203,28 @@ def jax_port(dtype: str | None = None) -> Adapter:
         cos, sin = cos_sin(pos, inv_freq, params, compute)
         return floats(cos), floats(sin)
 
+    def scaled(op: str, params: Mapping[str, Any], space: int, rd: int) -> tuple[dict[str, Any], Any]:
+        """The case's params with the whole attention factor, and its S/2 scaled frequencies."""
+        c = checks.scaling(op, params, space, rd)
+        return {**params, "attention_factor": c["a"]}, scaled_freq(c, space, rd, compute)
+
     def run_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         x, pos, space, rd = checks.rope_apply(params, inputs)
-        return floats(rotate(jnp.asarray(x, dtype=out).astype(compute), pos, space, rd, params, params["layout"],
-                             compute))
+        p, freq = scaled("rope.apply", params, space, rd)
+        return floats(rotate(jnp.asarray(x, dtype=out).astype(compute), pos, space, rd, p, params["layout"],
+                             compute, freq))
 
     def run_scores(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
         q, k, qp, kp, space = checks.rope_scores(params, inputs)
         rd = space if params["rotary_dim"] is None else int(params["rotary_dim"])  # < S: proportional
+        p, freq = scaled("rope.scores", params, space, rd)
         qx, kx = (jnp.asarray(a, dtype=out).astype(compute) for a in (q, k))
-        return floats(scores(qx, kx, qp, kp, space, rd, params, compute))
+        return floats(scores(qx, kx, qp, kp, space, rd, p, compute, freq))
+
+    def run_rotate(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        c = checks.rotate_cached(params, inputs)
+        x, cos, sin = (held(c[n]) for n in ("x", "cos", "sin"))
+        return floats(rotate_cached(x, c["positions"], cos, sin, params["layout"], params["x_layout"]))
 
     def run_xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         q, k, pos = checks.xpos(params, inputs)
@@ -382,7 +401,7 @@ def jax_port(dtype: str | None = None) -> Adapter:
 
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
            "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin,
-           "rope.apply": run_apply, "rope.scores": run_scores, "rope.xpos": run_xpos,
+           "rope.apply": run_apply, "rope.scores": run_scores, "rope.rotate": run_rotate, "rope.xpos": run_xpos,
            "rope.mrope_cos_sin": run_mrope, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
            "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
            "deberta.bucket": run_deberta_bucket,
