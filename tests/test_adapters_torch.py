@@ -2,6 +2,9 @@
 skipped without torch."""
 
 import importlib.util
+import json
+import sys
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import torch  # noqa: E402
+from posenc_ref.corpus import default_corpus_dir  # noqa: E402
 from posenc_ref.learned import learned_lookup  # noqa: E402
 from posenc_ref.registry import OPS  # noqa: E402
 from posenc_ref.runner.adapters import load_adapter  # noqa: E402
@@ -299,3 +303,114 @@ def test_vit_interpolate_runs_only_the_settings_vit_hard_codes():
     assert "'antialias': 'on'" in na["resample.grid_2d.up14to16.timm"]
     assert "'num_prefix_tokens': 2" in na["resample.grid_2d.non_square.6x9to11x4.prefix2"]
     assert "'size_from': 'scale_factor'" in na["resample.grid_2d.dino.scale_factor.14to16"]
+
+
+def _scaled_rope(entry):
+    """The valid rope.apply / rope.scores cases with a RoPE scaling."""
+    return (entry["op"] in ("rope.apply", "rope.scores") and entry["kind"] != "error"
+            and entry["params"].get("rope_type", "default") != "default")
+
+
+@cache
+def load_manifest_cases():
+    return tuple(json.loads((default_corpus_dir() / "manifest.json").read_text())["cases"])
+
+
+def checks():
+    """The shared adapter checks (posenc_adapter_checks, next to the adapters)."""
+    if str(ADAPTERS) not in sys.path:
+        sys.path.insert(0, str(ADAPTERS))
+    import posenc_adapter_checks
+    return posenc_adapter_checks
+
+
+def _entries(select):
+    return {e["id"]: e for e in load_manifest_cases() if select(e)}
+
+
+def _unscaled_frequencies(params):
+    """transformers' dynamic NTK at or below the trained length keeps the plain frequencies."""
+    return (params["rope_type"] == "dynamic" and params["dynamic_convention"] == "transformers"
+            and params["context_length"] <= params["original_max_position"])
+
+
+def _variant_factor(op, params):
+    """The variant's share of the attention factor (the shared checks' rule)."""
+    return checks().scaling(op, params, 64, 64)["a"] / params["attention_factor"]
+
+
+def test_port_passes_the_scaled_rope_cases_and_the_cached_rotation():
+    run = run_conformance(_adapter("TORCH", "float32"), spec="torch",
+                          select=lambda e: _scaled_rope(e) or e["op"] == "rope.rotate")
+    assert run.passed
+    assert {r.op for r in run.results if r.status == "pass"} == {"rope.apply", "rope.scores", "rope.rotate"}
+    kinds = {_entries(_scaled_rope)[r.case_id]["params"]["rope_type"] for r in run.results if r.status == "pass"
+             and r.op != "rope.rotate"}
+    assert kinds == {"linear", "ntk_aware", "dynamic", "yarn", "llama3", "longrope", "proportional"}
+
+
+def test_port_that_ignores_the_scaling_fails_every_scaled_case(monkeypatch):
+    module = _module()
+    real = module.port_rope_apply
+
+    def plain(x, pos, rotary, params, compute, scaled=None):  # base ** (-2i/S), the variant's factor kept
+        factor = params["attention_factor"] if scaled is None else scaled["a"]
+        return real(x, pos, rotary, {**params, "attention_factor": factor}, compute)
+    monkeypatch.setattr(module, "port_rope_apply", plain)
+    run = run_conformance(module.torch_port("float64"), spec="mutant", select=_scaled_rope)
+    cases = _entries(_scaled_rope)
+    assert len(cases) >= 15 and {r.case_id for r in run.results} == set(cases)
+    assert {r.case_id for r in run.results if r.status == "fail"} == {
+        i for i, e in cases.items() if not _unscaled_frequencies(e["params"])}
+
+
+def test_port_that_drops_ggml_ext_factor_fails_its_cases(monkeypatch):
+    module = _module()
+    right = module.port_yarn_ramp
+    monkeypatch.setattr(module, "port_yarn_ramp", lambda i, low, high, ext=1.0: right(i, low, high))
+    ggml = _entries(lambda e: e["kind"] != "error" and e["params"].get("ext_factor", 1.0) != 1.0)
+    assert {e["op"] for e in ggml.values()} >= {"rope.inv_freq", "rope.apply"}
+    run = run_conformance(module.torch_port("float64"), spec="mutant", select=lambda e: e["id"] in ggml)
+    assert {r.case_id for r in run.results if r.status == "fail"} == set(ggml)
+
+
+def test_port_that_drops_the_yarn_attention_factor_fails(monkeypatch):
+    module = _module()
+    real = module.port_rope_apply
+    monkeypatch.setattr(module, "port_rope_apply", lambda x, pos, rotary, params, compute, scaled=None: real(
+        x, pos, rotary, params, compute, None if scaled is None else {**scaled, "a": params["attention_factor"]}))
+    yarn = _entries(lambda e: _scaled_rope(e) and e["params"]["rope_type"] == "yarn")
+    run = run_conformance(module.torch_port("float64"), spec="mutant", select=lambda e: e["id"] in yarn)
+    # an explicit factor 1, or vLLM DeepSeek's mscale == mscale_all_dim, leaves cos and sin unscaled
+    scaled = {i for i, e in yarn.items() if abs(_variant_factor(e["op"], e["params"]) - 1.0) > 1e-3}
+    assert len(scaled) >= 4 and len(yarn) > len(scaled)
+    assert {r.case_id for r in run.results if r.status == "fail"} == scaled
+
+
+def test_port_numbering_m2m100_chunks_as_fairseq_fails(monkeypatch):
+    module = _module()
+    right = module.port_fairseq
+    monkeypatch.setattr(module, "port_fairseq", lambda tokens, params, compute: right(
+        tokens, {**params, "cache_rule": "fairseq"}, compute))  # every token of a cached chunk at pad + past + 1
+    m2m100 = _entries(lambda e: e["op"] == "sinusoidal.fairseq" and e["kind"] != "error"
+                      and e["params"].get("cache_rule") == "m2m100")
+    run = run_conformance(module.torch_port("float64"), spec="mutant", select=lambda e: e["id"] in m2m100)
+    cached = {i for i, e in m2m100.items() if e["params"]["past_length"]}
+    assert cached and {r.case_id for r in run.results if r.status == "fail"} == cached
+
+
+def test_llama_rope_runs_scaled_cases_through_transformers_rope_init():
+    cases = _entries(lambda e: _scaled_rope(e) and e["op"] == "rope.apply")
+    run = run_conformance(_adapter("LLAMA_ROPE", "float32"), spec="llama-rope", expectations=EXPECTATIONS,
+                          select=lambda e: e["id"] in cases)
+    assert run.passed
+    status = {r.case_id: r.status for r in run.results}
+    library = {i for i, e in cases.items() if e["params"]["layout"] == "half" and e["params"]["partial"] == "prefix"
+               and e["params"]["rope_type"] in ("linear", "dynamic", "yarn", "llama3", "longrope")
+               and e["params"]["dynamic_convention"] == e["params"]["yarn_convention"] == "transformers"
+               and e["params"]["ext_factor"] == 1.0}
+    assert len(library) >= 8 and {status[i] for i in library} == {"pass"}
+    assert {r.params["rope_type"] for r in run.results if r.status == "pass"} >= {"linear", "dynamic", "yarn",
+                                                                                  "llama3", "longrope"}
+    na = [r.message for r in run.results if r.status == "not_applicable"]
+    assert any("ext_factor" in m and "ggml" in m for m in na) and any("ntk_aware" in m for m in na)

@@ -118,6 +118,13 @@ def _rope_x(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
     return x, np.broadcast_to(pos, (x.shape[0], x.shape[2])), rotary
 
 
+def _rope_scaling(op: str, params: Mapping[str, Any], x: np.ndarray, rotary: int) -> dict[str, Any]:
+    """The scaling of a ``rope.apply``/``rope.scores`` case checked by :func:`_rope_x` (x as BHTD):
+    :func:`posenc_adapter_checks.scaling` over its rotary space (``rotary_dim`` for ``partial="prefix"``,
+    the head for ``"proportional"``)."""
+    return checks.scaling(op, params, rotary if params["partial"] == "prefix" else x.shape[-1], rotary)
+
+
 def _back(y: Any, x_layout: str) -> np.ndarray:
     return _numpy(y.transpose(1, 2) if x_layout == "BTHD" else y)
 
@@ -144,6 +151,27 @@ class _SupportsAdapter(Adapter):
         if op not in self.capabilities:
             return f"{op} not supported"
         return self._supports(op, params)
+
+
+class _ExplainedAdapter(Adapter):
+    """An :class:`Adapter` whose ``capabilities`` refusals also say why the library cannot run the value
+    (``reasons``: ``{(op, param): why}``); error cases, as with plain capabilities, are matched on the op only."""
+
+    def __init__(self, *args: Any, reasons: Mapping[tuple[str, str], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._reasons = dict(reasons)
+
+    def supports(self, op: str, params: Mapping[str, Any], case_kind: str = "valid") -> bool | str:
+        if op not in self.capabilities:
+            return f"{op} not supported"
+        if case_kind != "valid":
+            return True
+        for name, values in self.capabilities[op].items():
+            if name in params and params[name] not in values:
+                why = self._reasons.get((op, name))
+                return (f"{op} with {name}={params[name]!r} not supported (supports {list(values)})"
+                        + (f": {why}" if why else ""))
+        return True
 
 
 def _t5_params(params: Mapping[str, Any]) -> tuple[str, int, int, int]:

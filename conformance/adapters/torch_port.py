@@ -1,7 +1,11 @@
-"""Adapter ``TORCH``: a torch port of every op but the inverse-frequency, MRoPE and resampling
-ops (those run transformers' and torch's own functions, in the sibling modules).
+"""Adapter ``TORCH``: a torch port of every op but the MRoPE and resampling ops (those run
+transformers' and torch's own functions, in the sibling modules).
 
-The absolute ops, ``rope.apply``, ``rope.cos_sin``, ``rope.scores`` (xPos weighting included),
+The absolute ops (``sinusoidal.fairseq`` under both cache rules), ``rope.inv_freq`` (every
+rope_type but longrope, ggml's ``ext_factor`` included) and ``rope.longrope_inv_freq`` (as
+transformers' init functions build them), ``rope.apply`` and ``rope.scores`` under every RoPE
+scaling (the variant's frequencies over the rotary space, its attention factor times the op's;
+xPos weighting included), ``rope.rotate`` (cached cos/sin rows), ``rope.cos_sin``,
 ``rope.xpos``, the ALiBi, T5 and DeBERTa ops, ``shaw.*``, ``transformer_xl.*``, ``attention``,
 ``attention.terms``, ``attention.pipeline`` and ``attention`` with RoPE, ALiBi, T5, Shaw and
 Transformer-XL plugged in (``attention.rope`` ... ``attention.xl``: the scheme's torch port feeding
@@ -50,6 +54,7 @@ from torch_common import (
     _deberta_params,
     _finite_float,
     _numpy,
+    _rope_scaling,
     _rope_x,
     _t5_bias_inputs,
     _t5_params,
@@ -86,13 +91,16 @@ def port_table(rows: np.ndarray, p: Mapping[str, Any], compute: Any) -> Any:
 
 
 def port_fairseq(tokens: np.ndarray, params: Mapping[str, Any], compute: Any) -> tuple[Any, Any]:
-    """fairseq rows (B, T) and embedding (B, T, dim)."""
+    """fairseq rows (B, T) and embedding (B, T, dim); ``cache_rule="m2m100"`` numbers a cached chunk's real
+    tokens ``(cumsum + past) * real + pad`` (transformers' create_position_ids_from_input_ids)."""
     ids, pad = torch.from_numpy(tokens), int(params["padding_idx"])
     past = int(params["past_length"])
-    if past:
+    real = (ids != pad).to(torch.int64)
+    if params.get("cache_rule", "fairseq") == "m2m100":  # every real token numbered on from the cache
+        rows = (torch.cumsum(real, dim=1) + past) * real + pad
+    elif past:
         rows = torch.full_like(ids, pad + past + 1)
     else:
-        real = (ids != pad).to(torch.int64)
         rows = torch.cumsum(real, dim=1) * real + pad
     p = {"dim": params["dim"], "base": params["base"], "ladder": "t2t", "layout": "concat_sin_cos",
          "odd_width": "zero_pad_last", "scale": 1.0}
@@ -147,24 +155,87 @@ def port_alibi_slopes(heads: int, rule: str, bias_max: float, compute: Any) -> A
     return torch.exp2(-exponents).to(compute)
 
 
-def port_rope_apply(x: np.ndarray, pos: np.ndarray, rotary: int, params: Mapping[str, Any], compute: Any) -> Any:
-    """Rotate x (B, H, T, D) at positions (B, T) in torch; (B, H, T, D)."""
+def port_yarn_ramp(i: Any, low: float, high: float, ext: float = 1.0) -> Any:
+    """YaRN's blend weight over the pair indices ``i``: the ramp ``gamma`` (0 up to ``low``, 1 from
+    ``high``, linear between), with ggml's ``ext_factor`` e: ``gamma + (1 - gamma) (1 - e)``."""
+    ramp = torch.clamp((i - low) / (high - low), 0, 1)
+    return ramp if ext == 1.0 else ramp + (1 - ramp) * (1 - ext)
+
+
+def port_inv_freq(c: Mapping[str, Any], compute: Any) -> Any:
+    """The (P,) inverse frequencies of one RoPE variant (every type but longrope), as transformers'
+    init functions build them: ``1 / base ** (2i/d)`` and the per-pair blends in ``compute``; ``c``
+    holds the scalars (:func:`posenc_adapter_checks.inv_freq`)."""
+    dim, s = c["dim"], c["s"]
+    i = torch.arange(dim // 2, dtype=compute)
+    w = 1 / torch.pow(torch.tensor(c["base"], dtype=compute), 2 * i / dim)
+    if c["type"] == "proportional":
+        return torch.where(i < c["turning"], w, torch.zeros((), dtype=compute)) / s
+    if c["type"] == "linear":
+        return w / s
+    if c["type"] == "llama3":
+        wavelength = 2 * math.pi / w
+        smooth = (c["original"] / wavelength - c["low"]) / (c["high"] - c["low"])
+        blended = (1 - smooth) * w / s + smooth * w
+        return torch.where(wavelength < c["original"] / c["high"], w,
+                           torch.where(wavelength > c["original"] / c["low"], w / s, blended))
+    if c["type"] == "yarn":
+        weight = port_yarn_ramp(i, *c["ramp"], c.get("ext", 1.0))
+        return w * (1 - weight) + (w / s) * weight
+    return w  # default, and ntk_aware / dynamic with their scaled base
+
+
+def port_longrope_inv_freq(factors: np.ndarray, dim: int, base: float, compute: Any) -> Any:
+    """LongRoPE ``1 / (e_i * base ** (2i/d))`` (P,) for the factor list ``e`` in use, as transformers
+    ``_compute_longrope_parameters`` writes it."""
+    exponent = torch.arange(0, dim, 2, dtype=compute) / dim
+    return 1 / (torch.from_numpy(np.asarray(factors, dtype=np.float64)).to(compute)
+                * torch.pow(torch.tensor(base, dtype=compute), exponent))
+
+
+def port_scaled_frequencies(scaled: Mapping[str, Any], space: int, rotary: int, compute: Any) -> Any:
+    """The (S/2,) frequencies of a scaled ``rope.apply``/``rope.scores`` (:func:`posenc_adapter_checks.scaling`):
+    the variant's ``rope.inv_freq`` at ``dim = S``, pairs from ``rotary/2`` on at frequency 0."""
+    freq = scaled["freq"]
+    if scaled["type"] == "longrope":
+        w = port_longrope_inv_freq(freq["factors"], freq["dim"], freq["base"], compute)
+    else:
+        w = port_inv_freq(freq, compute)
+    if rotary < space:  # proportional rotation: the pairs past rotary_dim / 2 never turn
+        w = torch.where(torch.arange(space // 2) < rotary // 2, w, torch.zeros((), dtype=compute))
+    return w
+
+
+def port_rope_apply(x: np.ndarray, pos: np.ndarray, rotary: int, params: Mapping[str, Any], compute: Any,
+                    scaled: Mapping[str, Any] | None = None) -> Any:
+    """Rotate x (B, H, T, D) at positions (B, T) in torch; (B, H, T, D). ``scaled`` is the case's
+    scaling (:func:`posenc_adapter_checks.scaling`): its frequencies and whole attention factor; None
+    or type "default" rotate at ``base ** (-2i/S)`` times the op's ``attention_factor``."""
     d = x.shape[-1]
     space = rotary if params["partial"] == "prefix" else d
-    i = torch.arange(space // 2, dtype=compute)
-    w = torch.where(i < rotary // 2, torch.tensor(float(params["base"]), dtype=compute) ** (-(2 * i) / space),
-                    torch.zeros((), dtype=compute))
+    if scaled is None or scaled["type"] == "default":
+        i = torch.arange(space // 2, dtype=compute)
+        w = torch.where(i < rotary // 2, torch.tensor(float(params["base"]), dtype=compute) ** (-(2 * i) / space),
+                        torch.zeros((), dtype=compute))
+    else:
+        w = port_scaled_frequencies(scaled, space, rotary, compute)
     angle = torch.from_numpy(np.array(pos)).to(compute)[:, None, :, None] * w  # (B, 1, T, S/2)
-    factor = float(params["attention_factor"])
+    factor = float(params["attention_factor"]) if scaled is None else float(scaled["a"])
     cos, sin = torch.cos(angle) * factor, torch.sin(angle) * factor
-    xt = torch.from_numpy(x).to(compute)
+    return port_rotate(torch.from_numpy(x).to(compute), cos, sin, space, params["layout"])
+
+
+def port_rotate(xt: Any, cos: Any, sin: Any, space: int, layout: str) -> Any:
+    """Rotate the first ``space`` channels of xt (B, H, T, D) by cos/sin (broadcasting to (B, H, T, space/2)):
+    pairs (i, i + space/2) for "half", (2i, 2i + 1) read for "interleaved"/"interleaved_to_half", written
+    interleaved or in half order; the rest pass through."""
     n = space // 2
-    if params["layout"] == "half":
+    if layout == "half":
         u, v = xt[..., :n], xt[..., n:space]
     else:
         u, v = xt[..., 0:space:2], xt[..., 1:space:2]
     ru, rv = u * cos - v * sin, u * sin + v * cos
-    interleaved = params["layout"] == "interleaved"
+    interleaved = layout == "interleaved"
     rotated = torch.stack([ru, rv], dim=-1).flatten(-2) if interleaved else torch.cat([ru, rv], dim=-1)
     return torch.cat([rotated, xt[..., space:]], dim=-1)
 
@@ -364,7 +435,31 @@ def run_lookup(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
 
 def run_rope_apply(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
     x, pos, rotary = _rope_x(params, inputs, ("half", "interleaved", "interleaved_to_half"))
-    return _back(port_rope_apply(x, pos, rotary, params, dt.compute).to(dt.out), params["x_layout"])
+    scaled = _rope_scaling("rope.apply", params, x, rotary)
+    return _back(port_rope_apply(x, pos, rotary, params, dt.compute, scaled).to(dt.out), params["x_layout"])
+
+
+def run_rope_rotate(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    a = checks.rotate_cached(params, inputs)
+    bthd = params["x_layout"] == "BTHD"
+    x = _tensor(a["x"], dt)
+    x = x.transpose(1, 2) if bthd else x  # (B, H, T, D)
+    rows = torch.from_numpy(a["positions"])  # (B|1, T)
+    cos, sin = (_tensor(a[n], dt)[rows][:, None] for n in ("cos", "sin"))  # (B|1, 1, T, P)
+    y = port_rotate(x, cos, sin, 2 * a["cos"].shape[1], params["layout"])
+    return _numpy((y.transpose(1, 2) if bthd else y).to(dt.out))
+
+
+def run_inv_freq(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, ...]:
+    c = checks.inv_freq(params)
+    scalars = (torch.tensor([c[n]], dtype=dt.compute).to(dt.out) for n in ("a", "softmax"))
+    return (_numpy(port_inv_freq(c, dt.compute).to(dt.out)), *(_numpy(v) for v in scalars))
+
+
+def run_longrope_inv_freq(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, np.ndarray]:
+    c = checks.longrope(params, inputs)
+    w = port_longrope_inv_freq(c["factors"], c["dim"], c["base"], dt.compute)
+    return _numpy(w.to(dt.out)), _numpy(torch.tensor([c["a"]], dtype=dt.compute).to(dt.out))
 
 
 def run_rope_scores(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
@@ -376,7 +471,8 @@ def run_rope_scores(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarra
     scale_base = params["xpos_scale_base"]
     if scale_base is not None:
         scale_base = _finite_float("xpos_scale_base", scale_base, positive=True)
-    qr, kr = port_rope_apply(q, qpos, rotary, params, dt.compute), port_rope_apply(k, kpos, rotary, params, dt.compute)
+    scaled = _rope_scaling("rope.scores", params, q, rotary)
+    qr, kr = (port_rope_apply(x, p, rotary, params, dt.compute, scaled) for x, p in ((q, qpos), (k, kpos)))
     if scale_base is None:
         return _numpy((qr @ kr.transpose(-1, -2)).to(dt.out))
     space = rotary if params["partial"] == "prefix" else q.shape[-1]
@@ -559,7 +655,9 @@ PORT_OPS: dict[str, Callable[..., Any]] = {  # op -> run_*(params, inputs, dt)
     "sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
     "learned.lookup": run_lookup,
     "rope.cos_sin": run_rope_cos_sin, "deberta.bucket": run_deberta_bucket, "deberta.index": run_deberta_index,
-    "rope.apply": run_rope_apply, "rope.scores": run_rope_scores, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
+    "rope.apply": run_rope_apply, "rope.scores": run_rope_scores, "rope.rotate": run_rope_rotate,
+    "rope.inv_freq": run_inv_freq, "rope.longrope_inv_freq": run_longrope_inv_freq,
+    "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
     "alibi.slopes": run_alibi_slopes, "alibi.bias": run_alibi_bias, "alibi.mask_positions": run_alibi_mask_positions,
     "attention": run_attention, "rope.xpos": run_xpos, "deberta.scores": run_deberta_scores,
     **{op: partial(run_shaw, op) for op in ("shaw.index", "shaw.logits", "shaw.output")},

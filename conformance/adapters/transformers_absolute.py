@@ -27,6 +27,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers l
 import posenc_adapter_checks as checks  # noqa: E402
 from posenc_adapter_shared import (  # noqa: E402
     Adapter,
+    choice,
     integer,
     positions,
     require,
@@ -59,6 +60,9 @@ def _marian(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.n
 
 
 def _m2m100(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    # create_position_ids_from_input_ids numbers every real token on from past_key_values_length:
+    # cache_rule="m2m100" itself; under "fairseq" the rows agree wherever fairseq defines them (T == 1 with a cache)
+    choice("cache_rule", params.get("cache_rule", "fairseq"), ("fairseq", "m2m100"))
     tokens = torch.from_numpy(positions("tokens", inputs["tokens"]))
     padding_idx, past = integer("padding_idx", params["padding_idx"], 0), integer("past_length",
                                                                                   params["past_length"], 0)
@@ -136,7 +140,8 @@ def marian() -> Adapter:
 
 def m2m100() -> Adapter:
     return _library("transformers-m2m100", "sinusoidal.fairseq",
-                    "transformers M2M100SinusoidalPositionalEmbedding.forward + create_position_ids_from_input_ids",
+                    "transformers M2M100SinusoidalPositionalEmbedding.forward + create_position_ids_from_input_ids "
+                    "(past_key_values_length = past_length: cache_rule='m2m100')",
                     "float32", ("float32",), _fixed(_m2m100), {"base": (10000.0,)})
 
 
