@@ -19,6 +19,7 @@ from posenc_ref import rope_scaling
 from posenc_ref.errors import SpecError
 from posenc_ref.opspec import REQUIRED, OpRecord
 from posenc_ref.runner.emulation import EMULATIONS, emulate
+from posenc_ref.runner.emulation import attention as attention_emulation
 from posenc_ref.runner.emulation import rope as rope_emulation
 from posenc_ref.tolerance import Dtype
 
@@ -233,6 +234,11 @@ def _attention(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
                 changed = {**params, "window": value}
                 yield (f"matches the reference with window={value} (the window edge off by one: {edge} "
                        "per query)"), _call(op, changed, inputs), changed, inputs, None
+    if op.name == "attention":
+        def naive() -> Outputs:
+            return attention_emulation.attention_without_max_subtraction(params, inputs)
+        yield ("matches a float32 softmax without max subtraction: exp(s) / sum exp(s), where exp overflows "
+               "past a logit of 88.7 and the row turns into NaN"), naive, params, inputs, "float32"
     heads, kv_heads = q.shape[1], k.shape[1]
     if 1 < kv_heads < heads and heads % kv_heads == 0:
         order = np.arange(heads) % kv_heads
@@ -273,7 +279,7 @@ def _rope_apply_slips(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[s
     if rope_emulation.has_pass_through_factor(full, head_dim):
         def whole_head() -> Outputs:
             return {"y": rope_emulation.factor_on_pass_through(op.call(params, inputs)["y"], full)}
-        yield (f"attention factor {float(full['attention_factor']):.6g} also on the "
+        yield (f"attention factor {rope_emulation.whole_factor(full, head_dim):.6g} also on the "
                f"{head_dim - int(full['rotary_dim'])} pass-through channels: matches the reference with them "
                "scaled too"), whole_head, params, inputs, None
 

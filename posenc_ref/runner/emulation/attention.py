@@ -29,11 +29,13 @@ OPS_BY_NAME: Final = NameTable({record.name: record for record in POSITIONAL},
                                "runner.emulation.attention.OPS_BY_NAME (op)")
 
 
-def _pass_lowp(p: Pass, ct: type) -> tuple[NDArray[Any], NDArray[Any]]:
+def _pass_lowp(p: Pass, ct: type, subtract_max: bool = True) -> tuple[NDArray[Any], NDArray[Any]]:
     """Output and weights of a validated pass computed in dtype ``ct``.
 
     A logits term and value term (Shaw, Transformer-XL) are taken from the reference's
-    plug-in and rounded to ``ct`` before they join the float32 arithmetic.
+    plug-in and rounded to ``ct`` before they join the float32 arithmetic. ``subtract_max=False``
+    is the hand-written-kernel bug ``exp(s) / sum exp(s)``: past a logit of 88.7 float32's exp
+    overflows to inf and the row turns into NaN.
     """
     group = p.groups
     q: NDArray[Any] = p.q.astype(ct)
@@ -52,9 +54,11 @@ def _pass_lowp(p: Pass, ct: type) -> tuple[NDArray[Any], NDArray[Any]]:
         s = np.where(p.keep, s, ct(-np.inf))
     m = s.max(axis=-1, keepdims=True)
     empty = m == -np.inf
-    e = np.exp(s - np.where(empty, ct(0), m))
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(s - np.where(empty, ct(0), m)) if subtract_max else np.exp(s)
     total = e.sum(axis=-1, keepdims=True)
-    w = e / np.where(empty, ct(1), total)
+    with np.errstate(invalid="ignore"):
+        w = e / np.where(empty, ct(1), total)
     rows = empty[..., 0]
     if p.fully_masked == "nan":
         w[rows] = np.nan
@@ -72,6 +76,17 @@ def _attention(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct
     attention_case(*arrays, **params)  # the reference's validation, errors and fully-masked policy
     spec = prepare_pass(*arrays[:3], mask=arrays[3], key_padding_mask=arrays[4], bias=arrays[5], **params)
     out, weights = _pass_lowp(spec, ct)
+    return {"output": out, "weights": weights}
+
+
+def attention_without_max_subtraction(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[
+        str, NDArray[Any]]:
+    """The ``attention`` op in float32 with its softmax as ``exp(s) / sum exp(s)`` (no row max
+    subtracted), the fully-masked policy kept: what the mutant plants and the diagnosis names."""
+    arrays = [inputs[n] for n in ("q", "k", "v", "mask", "key_padding_mask", "bias")]
+    attention_case(*arrays, **params)
+    spec = prepare_pass(*arrays[:3], mask=arrays[3], key_padding_mask=arrays[4], bias=arrays[5], **params)
+    out, weights = _pass_lowp(spec, np.float32, subtract_max=False)
     return {"output": out, "weights": weights}
 
 

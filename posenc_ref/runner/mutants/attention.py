@@ -18,6 +18,7 @@ from posenc_ref.attention import attention, prepare_pass
 from posenc_ref.attention_positional import rope_qk
 from posenc_ref.records.attention import attention_case, attention_terms_case
 from posenc_ref.records.attention_positional import attention_alibi_case, attention_rope_case
+from posenc_ref.runner.emulation import attention as attention_emulation
 from posenc_ref.runner.mutants._common import Mutant, swap, with_params
 
 _ARRAYS: Final = ("q", "k", "v", "mask", "key_padding_mask", "bias")
@@ -128,12 +129,7 @@ def _bias_inside_scale(op: str, params: Mapping[str, Any], inputs: Mapping[str, 
 
 
 def _softmax_without_max(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
-    p = _pass(params, inputs)
-    s = _logits(p).astype(np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        e = np.exp(s)  # the bug: no max subtraction, so exp overflows float32 past 88.7
-        weights = (e / e.sum(axis=-1, keepdims=True)).astype(np.float64)
-    return _finish(p, weights)
+    return attention_emulation.attention_without_max_subtraction(params, inputs)  # exp overflows past 88.7
 
 
 def _shaw_sign_swapped(op: str, params: dict[str, Any]) -> None:
@@ -189,7 +185,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            diagnosis="alignment="),
     Mutant("softmax-without-max-subtraction", "float32 softmax as exp(s) / sum exp(s), without subtracting the row max",
            "hand-written attention kernels (the max subtraction is what keeps exp finite)", ("attention",),
-           _softmax_without_max, dtype="float32"),
+           _softmax_without_max, dtype="float32", diagnosis="without max subtraction"),
     Mutant("attention-shaw-sign-swapped", "Shaw's distance taken as i - j where the op says j - i (or back)",
            "transformers relative_key (i - j) vs tensor2tensor (j - i)", ("attention.shaw",),
            with_params(_shaw_sign_swapped), diagnosis="sign="),
