@@ -302,10 +302,12 @@ def fairseq_sinusoidal(
         See :func:`fairseq_positions`.
     dim
         Width, >= 4 (fairseq divides by ``dim // 2 - 1``); odd widths get a zero last column.
-    padding_idx, past_length, cache_rule
+    padding_idx, past_length
         See :func:`fairseq_positions`.
     base
         Ladder base (10000).
+    cache_rule
+        See :func:`fairseq_positions`.
 
     Returns
     -------
