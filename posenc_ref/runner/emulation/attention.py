@@ -79,7 +79,7 @@ def _attention(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct
     return {"output": out, "weights": weights}
 
 
-def attention_without_max_subtraction(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[
+def softmax_without_max(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[
         str, NDArray[Any]]:
     """The ``attention`` op in float32 with its softmax as ``exp(s) / sum exp(s)`` (no row max
     subtracted), the fully-masked policy kept: what the mutant plants and the diagnosis names."""

@@ -129,7 +129,7 @@ def _bias_inside_scale(op: str, params: Mapping[str, Any], inputs: Mapping[str, 
 
 
 def _softmax_without_max(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
-    return attention_emulation.attention_without_max_subtraction(params, inputs)  # exp overflows past 88.7
+    return attention_emulation.softmax_without_max(params, inputs)  # exp overflows past 88.7
 
 
 def _shaw_sign_swapped(op: str, params: dict[str, Any]) -> None:
