@@ -220,14 +220,21 @@ def scaled_frequencies(head_dim: int, *, base: float, rotary_dim: int | None, pa
     return space, scaled, float(factor[0])
 
 
-def _angles(func: str, positions: Any, w: NDArray[np.float64], x_shape: tuple[int, ...], x_layout: str,
-            name: str) -> NDArray[np.float64]:
-    """Angles broadcastable against the (B, H or T, T or H, P) view of x."""
+def _token_positions(func: str, name: str, positions: Any, x_shape: tuple[int, ...],
+                     x_layout: str) -> NDArray[np.int64]:
+    """``positions`` checked as integers >= 0 of shape (T,) or (B, T) against x of ``x_shape``."""
     t_axis = 2 if x_layout == "BHTD" else 1
     pos = check_positions(func, name, positions, min_ndim=1)
     if pos.ndim > 2 or pos.shape[-1] != x_shape[t_axis] or (pos.ndim == 2 and pos.shape[0] not in (1, x_shape[0])):
         raise SpecError(f"{func}: {name} must have shape (T,) or (B, T) with T={x_shape[t_axis]}, "
                         f"B={x_shape[0]}, got shape {pos.shape}", category="invalid_shape")
+    return pos
+
+
+def _angles(func: str, positions: Any, w: NDArray[np.float64], x_shape: tuple[int, ...], x_layout: str,
+            name: str) -> NDArray[np.float64]:
+    """Angles broadcastable against the (B, H or T, T or H, P) view of x."""
+    pos = _token_positions(func, name, positions, x_shape, x_layout)
     check_phase_range(func, name, pos, "the frequencies", w)
     angle = pos.reshape(-1, pos.shape[-1]).astype(np.float64)[..., None] * w  # (B or 1, T, P)
     return angle[:, None] if x_layout == "BHTD" else angle[:, :, None]
@@ -354,12 +361,7 @@ def rope_rotate_cached(
     if 2 * cos.shape[1] > values.shape[-1]:
         raise SpecError(f"{func}: the caches rotate 2P = {2 * cos.shape[1]} channels, more than the head dim "
                         f"{values.shape[-1]} of x", category="invalid_shape")
-    t_axis = 2 if x_layout == "BHTD" else 1
-    pos = check_positions(func, "positions", positions, min_ndim=1)
-    if (pos.ndim > 2 or pos.shape[-1] != values.shape[t_axis]
-            or (pos.ndim == 2 and pos.shape[0] not in (1, values.shape[0]))):
-        raise SpecError(f"{func}: positions must have shape (T,) or (B, T) with T={values.shape[t_axis]}, "
-                        f"B={values.shape[0]}, got shape {pos.shape}", category="invalid_shape")
+    pos = _token_positions(func, "positions", positions, values.shape, x_layout)
     if pos.size and int(pos.max()) >= cos.shape[0]:
         where = tuple(int(i) for i in np.argwhere(pos >= cos.shape[0])[0])
         raise SpecError(f"{func}: positions must be < the cache length N = {cos.shape[0]}, got {int(pos[where])} at "
