@@ -61,8 +61,9 @@ class Output:
 
     ``phase`` (for the ``"phase"`` tolerance class) computes, from the case's parameters and
     inputs, the phase ``theta`` behind each element (broadcastable to the output); for the
-    ``"reduction"`` class it computes the element's error scale ``m`` instead (see
-    :mod:`posenc_ref.tolerance`).
+    ``"reduction"`` class it computes the element's error scale ``m`` instead, and for a
+    ``"normwise"`` output (attention with RoPE) the phase scale ``m`` its angles carry through
+    the softmax (see :mod:`posenc_ref.tolerance`).
 
     ``input_scale`` computes the element's *input scale* ``s``: the sum over the terms of the
     element of ``|term|`` times the number of the term's factors that are value inputs of the

@@ -42,6 +42,13 @@ with the floor set by the output's tolerance class:
     row small. The elementwise bound (four times looser) keeps one element from hiding in a
     large row. Masked weights and fully masked rows are exact zeros in every correct
     implementation and sit at ``|e| = 0``; ``nan`` rows must be ``nan``.
+
+    A normwise output may also carry a *phase scale* :math:`m` (attention with RoPE): the
+    ``phase`` class floor of its angles, :math:`c\,\epsilon_P\,(1 + |\theta|)` per rotated pair,
+    carried through the logits and the softmax to first order. Both bounds then add
+    :math:`c\,\epsilon_P\,m` (the row bound with the row's :math:`\lVert m_r \rVert_2`), with the
+    ``phase`` class's :math:`c` and :math:`P`: an angle of :math:`10^6` radians rounded in
+    float64 alone moves a weight by :math:`10^{-13}`, far past the normwise bound.
 ``reduction``
     Sums of products (attention scores, relative-position terms, interpolation): the floor is
     :math:`c\,\epsilon_P\,m` with the element's own *error scale* :math:`m`, which the op's
@@ -141,7 +148,8 @@ class Policy:
     for ``normwise``, and for ``reduction`` the ``c`` of the floor ``c_phase * eps_P * m`` on the
     element's error scale ``m`` (so that relaxing a policy scales every class the same way).
     ``c_input`` multiplies the input-rounding term ``u_D * s`` (``u_D = eps_D / 2``, ``s`` the
-    element's input scale), added wherever the output has an input scale.
+    element's input scale), added wherever the output has an input scale. ``c_carried`` is the
+    ``normwise`` class's constant of a carried phase scale ``m``: ``c_carried * eps_P * m``.
     """
 
     tolerance_class: str
@@ -150,6 +158,7 @@ class Policy:
     c_phase: float = 0.0
     phase_dtype: Dtype = "float64"
     c_input: float = 0.0
+    c_carried: float = 0.0
 
     def allowed(self, expected: NDArray[np.float64], phase: NDArray[np.float64] | None = None,
                 input_scale: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
@@ -175,7 +184,8 @@ class Policy:
             bound = bound + self.c_input * unit_roundoff(self.dtype) * np.abs(input_scale)
         return np.asarray(bound, dtype=np.float64)
 
-    def describe(self) -> str:
+    def describe(self, carried: bool = True) -> str:
+        """The policy as a formula; ``carried=False`` leaves out a ``normwise`` carried phase term."""
         if self.tolerance_class == "exact":
             return "exact"
         text = f"{self.n_ulp:g} ulp({self.dtype})"
@@ -184,25 +194,32 @@ class Policy:
         if self.tolerance_class == "reduction":
             text += f" + {self.c_phase:g} * eps({self.phase_dtype}) * m"
         if self.tolerance_class == "normwise":
-            return (f"rows: ||a-e|| <= {self.c_phase:g} * sqrt(K) * eps({self.dtype}) * (||e|| + rms(e)); "
+            term = f" + {self.c_carried:g} * eps({self.phase_dtype}) * m" if self.c_carried and carried else ""
+            return (f"rows: ||a-e|| <= {self.c_phase:g} * sqrt(K) * eps({self.dtype}) * (||e|| + rms(e)){term}; "
                     f"elements: {text} + {NORMWISE_ELEMENT_FACTOR * self.c_phase:g} * sqrt(K) * eps({self.dtype})"
-                    " * (|e| + rms(e))")
+                    f" * (|e| + rms(e)){term}")
         if self.tolerance_class == "power":
             text += f" + {self.c_phase:g} * eps({self.phase_dtype}) * |e| * (1 + |ln|e||)"
         if self.c_input:
             text += f" + {self.c_input:g} * u({self.dtype}) * s"
         return text
 
-    def allowed_normwise(self, expected: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def allowed_normwise(self, expected: NDArray[np.float64], carried: NDArray[np.float64] | None = None,
+                         ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``(row bound, element bound)`` of the ``normwise`` class; rows are along the last axis.
 
-        ``expected`` holds the finite expected values (non-finite entries already zeroed).
+        ``expected`` holds the finite expected values (non-finite entries already zeroed);
+        ``carried`` is the output's phase scale ``m`` where it has one (module notes).
         """
         k = expected.shape[-1] if expected.ndim else 1
         rms = float(np.sqrt(np.mean(np.square(expected)))) if expected.size else 0.0
         unit = np.sqrt(k) * eps(self.dtype) * self.c_phase
         rows = unit * (np.sqrt(np.sum(np.square(expected), axis=-1, keepdims=True)) + rms)
         elements = self.n_ulp * ulp(expected, self.dtype) + NORMWISE_ELEMENT_FACTOR * unit * (np.abs(expected) + rms)
+        if carried is not None:
+            m = self.c_carried * eps(self.phase_dtype) * np.abs(np.broadcast_to(carried, expected.shape))
+            rows = rows + np.sqrt(np.sum(np.square(m), axis=-1, keepdims=True))
+            elements = elements + m
         return np.asarray(rows, dtype=np.float64), np.asarray(elements, dtype=np.float64)
 
 
@@ -216,17 +233,21 @@ the corpus (a test). float16 and bfloat16: twice the first-order bound."""
 NORMWISE_C: Final = 8.0
 """The ``normwise`` constant ``c`` (calibrated: see the module notes and tests/test_runner.py)."""
 
+PHASE_C: Final[dict[Dtype, float]] = {"float64": 8.0, "float32": 16.0, "float16": 16.0, "bfloat16": 16.0}
+"""The ``phase`` class constant ``c`` by adapter dtype; a ``normwise`` output's carried phase scale uses it too."""
+PHASE_DTYPE: Final[dict[Dtype, Dtype]] = {"float64": "float64", "float32": "float32", "float16": "float32",
+                                          "bfloat16": "float32"}
+"""``P``, the precision angles are computed in, by adapter dtype (at least float32: module notes)."""
+
 POLICIES: Final[dict[tuple[str, Dtype], Policy]] = {
     **{("exact", d): Policy("exact", d, 0.0) for d in DTYPES},
     ("ulp", "float64"): Policy("ulp", "float64", 2.0),
     ("ulp", "float32"): Policy("ulp", "float32", 2.0),
     ("ulp", "float16"): Policy("ulp", "float16", 2.0),
     ("ulp", "bfloat16"): Policy("ulp", "bfloat16", 2.0),
-    ("phase", "float64"): Policy("phase", "float64", 2.0, 8.0, "float64"),
-    ("phase", "float32"): Policy("phase", "float32", 2.0, 16.0, "float32"),
-    ("phase", "float16"): Policy("phase", "float16", 2.0, 16.0, "float32", INPUT_C["float16"]),
-    ("phase", "bfloat16"): Policy("phase", "bfloat16", 2.0, 16.0, "float32", INPUT_C["bfloat16"]),
-    **{("normwise", d): Policy("normwise", d, 2.0, NORMWISE_C) for d in DTYPES},
+    **{("phase", d): Policy("phase", d, 2.0, PHASE_C[d], PHASE_DTYPE[d], INPUT_C[d]) for d in DTYPES},
+    **{("normwise", d): Policy("normwise", d, 2.0, NORMWISE_C, PHASE_DTYPE[d], c_carried=PHASE_C[d])
+       for d in DTYPES},
     ("reduction", "float64"): Policy("reduction", "float64", 2.0, 1.0, "float64"),
     ("reduction", "float32"): Policy("reduction", "float32", 2.0, 1.0, "float32"),
     ("reduction", "float16"): Policy("reduction", "float16", 2.0, 1.0, "float32", INPUT_C["float16"]),
@@ -290,7 +311,8 @@ def compare(actual: Any, expected: Any, pol: Policy, phase: Any = None, input_sc
             err = np.where(finite, np.abs(a64 - e64), np.where(same_nonfinite, 0.0, np.inf))
         err = np.where(np.isnan(err), np.inf, err)
         if pol.tolerance_class == "normwise":
-            row_allowed, allowed = pol.allowed_normwise(np.where(finite, e64, 0.0))
+            carried = None if phase is None else np.where(finite, np.asarray(phase, dtype=np.float64), 0.0)
+            row_allowed, allowed = pol.allowed_normwise(np.where(finite, e64, 0.0), carried)
             row_err = np.sqrt(np.sum(np.square(np.where(np.isfinite(err), err, 0.0)), axis=-1, keepdims=True))
             row_err = np.where(np.isinf(err).any(axis=-1, keepdims=True), np.inf, row_err)
             # a row over its bound marks every element with an error in it as bad

@@ -45,7 +45,10 @@ def test_record_is_complete(op):
         if param.is_convention:
             assert set(param.users) == set(param.choices), f"{op.name}.{param.name}: every value needs its users"
     for out in op.outputs:
-        assert (out.tolerance in ("phase", "reduction")) == (out.phase is not None)
+        if out.tolerance in ("phase", "reduction"):
+            assert out.phase is not None
+        else:  # a normwise output may carry a phase scale only where its op has position inputs (RoPE)
+            assert out.phase is None or (out.tolerance == "normwise" and op.position_inputs)
         assert (out.tolerance == "exact") == (out.dtype == "int64")
         # an output computed from value inputs (not a copy, not normwise) carries an input scale
         computed = bool(op.value_inputs) and out.tolerance in ("phase", "reduction", "power")

@@ -16,6 +16,7 @@ from posenc_ref.alibi import alibi_bias
 from posenc_ref.attention import ALIGNMENTS, attention
 from posenc_ref.attention_positional import rope_qk, shaw_terms, xl_terms
 from posenc_ref.opspec import Case, OpRecord, Output, Param
+from posenc_ref.scales.attention import rope_output_scale, rope_weights_scale
 from posenc_ref.shaw import check_self_attention_positions
 from posenc_ref.t5 import t5_bias
 
@@ -100,7 +101,8 @@ ROPE = OpRecord(
     family="attention",
     function=attention_rope_case,
     inputs=_ARGS,
-    outputs=_OUTPUTS,
+    outputs=(Output("output", "float64", "normwise", rope_output_scale),
+             Output("weights", "float64", "normwise", rope_weights_scale)),
     params=(
         Param("base", "float", 10000.0, doc="rope_theta"),
         Param("layout", "str", "half", ("half", "interleaved"),
@@ -129,9 +131,25 @@ ROPE = OpRecord(
         Case("attention.rope.deepseek_multiplier", {"causal": True, "softmax_multiplier": 1.8738542070926265},
              _inputs(1, 2, 2, 8, _A(5), _A(5)),
              "RoPE with DeepSeek-V3's YaRN softmax multiplier (rope.inv_freq softmax_scale) on the scale"),
+        Case("attention.rope.half.causal.long.chunk", {"causal": True},
+             _inputs(1, 2, 2, 16, _A(4) + 4095, _A(9) + 4090),
+             "a chunk of 4 queries at positions 4095..4098 over keys 4090..4098 (bottom-right causal): the "
+             "angles' rounding carried through the softmax (the carried phase scale)", kind="long_position",
+             flags=("LongPosition",)),
+        Case("attention.rope.interleaved.gqa.long.1e6", {"causal": True, "layout": "interleaved", "base": 500000.0},
+             _inputs(1, 4, 2, 16, _A(3) + 999997, _A(8) + 999992),
+             "interleaved pairs, 4 query heads over 2 kv heads, base 5e5 (Llama 3), queries at 999997..999999 "
+             "over keys from 999992", kind="long_position", flags=("LongPosition",)),
+        Case("attention.rope.half.long.own_positions", {"base": 10000.0},
+             _inputs(2, 2, 1, 8, [[0, 4095, 65535], [7, 1000000, 3]], [0, 1, 4096, 999999, 1000000]),
+             "non-causal, (B, T) query positions: short and long positions in one row of logits",
+             kind="long_position", flags=("LongPosition",)),
         Case("attention.rope.error.positions_length", {},
              lambda rng: {**_inputs(1, 2, 2, 8, _A(3), _A(4))(rng), "q_positions": _A(2)},
              "error: 2 query positions for 3 queries", kind="error", error="invalid_shape"),
+        Case("attention.rope.error.interleaved.odd_head_dim", {"layout": "interleaved"},
+             _inputs(1, 2, 2, 7, _A(3), _A(3)), "error under layout='interleaved': a head dim of 7 has no pairs",
+             kind="error", error="invalid_argument"),
     ),
     value_inputs=("q", "k", "v"),
 )

@@ -59,6 +59,15 @@ def sin(x: Any) -> NDArray[np.float64]:
     return _rounded("sin", x)
 
 
+def exp(x: Any) -> NDArray[np.float64]:
+    """``exp(x)`` element by element, correctly rounded (``exp(-inf) = 0``)."""
+    values = np.asarray(x, dtype=np.float64)
+    finite = np.isfinite(values)
+    out = np.zeros(values.shape, dtype=np.float64)
+    out[finite] = _rounded("exp", values[finite])
+    return out
+
+
 def log(x: Any) -> NDArray[np.float64]:
     """``log(x)`` element by element, correctly rounded."""
     return _rounded("log", x)

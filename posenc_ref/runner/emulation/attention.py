@@ -19,10 +19,11 @@ from posenc_ref._attention_blockwise import Pass, _term
 from posenc_ref.alibi import alibi_bias
 from posenc_ref.attention import prepare_pass
 from posenc_ref.attention_pipeline import attention_layer
-from posenc_ref.attention_positional import rope_qk, shaw_terms, xl_terms
+from posenc_ref.attention_positional import shaw_terms, xl_terms
 from posenc_ref.records.attention import attention_case, attention_terms_case
 from posenc_ref.records.attention_positional import RECORDS as POSITIONAL
 from posenc_ref.runner.emulation._common import Emulation, NameTable
+from posenc_ref.runner.emulation.rope import rotate_lowp
 from posenc_ref.t5 import t5_bias
 
 OPS_BY_NAME: Final = NameTable({record.name: record for record in POSITIONAL},
@@ -138,6 +139,17 @@ def _pipeline(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct:
     return {"output": y.astype(ct)}
 
 
+def _rope_lowp(base: float, layout: str, ct: type, at: type) -> Any:
+    """The RoPE q/k transform as a float32 framework runs it: angles in ``at``, the rotation in ``ct``."""
+    settings = {"base": base, "layout": layout, "x_layout": "BHTD", "rotary_dim": None, "partial": "prefix",
+                "attention_factor": 1.0}
+
+    def transform(q: NDArray[Any], k: NDArray[Any], q_positions: Any, k_positions: Any) -> tuple[Any, Any]:
+        return (rotate_lowp(q, q_positions, settings, ct, at)[0].astype(np.float64),
+                rotate_lowp(k, k_positions, settings, ct, at)[0].astype(np.float64))
+    return transform
+
+
 def _positional(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type,
                 at: type, *, op: str) -> dict[str, NDArray[Any]]:
     """A scheme plugged in: inputs rounded to ``ct``, the plug-in from the reference, the pass in ``ct``."""
@@ -150,7 +162,7 @@ def _positional(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], c
                               if n in params}
     positions: dict[str, Any] = {"q_positions": rounded["q_positions"], "k_positions": rounded["k_positions"]}
     if op == "attention.rope":
-        spec = prepare_pass(q, k, v, qk_transform=rope_qk(base=params["base"], layout=params["layout"]),
+        spec = prepare_pass(q, k, v, qk_transform=_rope_lowp(params["base"], params["layout"], ct, at),
                             **positions, **common)
     elif op == "attention.alibi":
         bias = alibi_bias(positions["q_positions"], positions["k_positions"], num_heads=q.shape[1],
