@@ -40,6 +40,15 @@ def _cases() -> tuple[Case, ...]:
              {"ys": np.array([0, 511, 4095, 65535]), "xs": np.array([65535, 4095, 1, 0])},
              "large coordinates: the phase-aware tolerance on both axes", kind="long_position",
              flags=("LongPosition",)),
+    ]
+    cases += [  # every ladder, axis order and block layout at coordinates past 4095 (any integer grid)
+        Case(f"grid2d.{name}.large_coords.d16", {"dim": 16, **PRESETS[name][0]},
+             {"ys": np.array([0, 1, 4095, 65535, 1000000]), "xs": np.array([1000000, 65535, 4096, 3, 0])},
+             f"{name} settings at coordinates to 10^6 (a high-resolution grid or a global pixel offset): the "
+             "phase-aware tolerance on both axes", kind="long_position", flags=("LongPosition",))
+        for name in ("big_vision", "timm_default", "detr_sine")
+    ]
+    cases += [
         Case("grid2d.error.dim_not_multiple_of_4", {"dim": 6}, _grid(2, 2),
              "error: dim must be a multiple of 4", kind="error", error="invalid_argument"),
         Case("grid2d.error.shape_mismatch", {"dim": 8}, {"ys": np.arange(3), "xs": np.arange(4)},

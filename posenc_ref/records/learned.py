@@ -9,6 +9,8 @@ from posenc_ref.opspec import Case, OpRecord, Output, Param
 from posenc_ref.sinusoidal import fairseq_positions
 
 _TABLE = lr.learned_init(20, 8, seed=20170612)
+_LONG_TABLE = lr.learned_init(4098, 2, seed=20220502)
+"""4098 rows: a 4096-position table with OPT's offset 2 (OPT-125m's own has 2050)."""
 _TOKENS = np.array([[1, 1, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10]], dtype=np.int64)
 
 
@@ -27,6 +29,14 @@ def _cases() -> tuple[Case, ...]:
         Case("learned.lookup.clamp", {"out_of_range": "clamp"},
              {"table": _TABLE, "positions": np.array([0, 19, 20, 1000])},
              "out_of_range='clamp' (plain JAX indexing): rows beyond the table read the last row", kind="edge"),
+        Case("learned.lookup.opt.offset2.long", {"offset": 2},
+             {"table": _LONG_TABLE, "positions": np.array([0, 1, 2047, 2048, 4094, 4095])},
+             "a 4098-row table with offset 2: position 4095 reads the last row, 4097", kind="long_position",
+             flags=("LongPosition",)),
+        Case("learned.lookup.clamp.long", {"out_of_range": "clamp"},
+             {"table": _LONG_TABLE, "positions": np.array([0, 4095, 4097, 4098, 65535, 1000000])},
+             "out_of_range='clamp' past a 4098-row table: every position from 4097 on reads row 4097",
+             kind="long_position", flags=("LongPosition",)),
         Case("learned.lookup.error.beyond_table", {}, {"table": _TABLE, "positions": np.array([3, 20])},
              "error: position 20 of a 20-row table", kind="error", error="out_of_range"),
         Case("learned.lookup.error.beyond_table_with_offset", {"offset": 2},
