@@ -16,23 +16,11 @@ from posenc_ref.registry import OPS
 LONG_POSITION = 4095
 """A case reaches long positions when the largest of its position inputs is at least this."""
 
-OPEN_VALUES = {
-    # (op, parameter, value): why no normal or long-position case exists yet
-    ("grid2d.sincos", "ladder", "t2t"): "grid coordinates are patch indices (at most 63 in the corpus): no long grid",
-    ("grid2d.sincos", "axis_order", "x_first"): "grid coordinates are patch indices: no long grid",
-    ("grid2d.sincos", "block_layout", "sin_sin_cos_cos"): "grid coordinates are patch indices: no long grid",
-    ("grid2d.sincos", "block_layout", "interleaved"): "grid coordinates are patch indices: no long grid",
-    ("learned.lookup", "out_of_range", "error"): "a long-position lookup needs a stored table of 4096+ rows",
-    ("learned.lookup", "out_of_range", "clamp"): "a long-position lookup needs a stored table of 4096+ rows",
-    ("attention.rope", "layout", "half"): "open: the normwise attention tolerance has no phase term; at positions "
-                                          "near 10^6 float64 angle rounding moves the weights by 4e-13",
-    ("attention.rope", "layout", "interleaved"): "open: as for layout='half'",
+OPEN_VALUES: dict[tuple[str, str, object], str] = {
+    # (op, parameter, value): why no normal or long-position case exists yet (none open)
 }
-OPEN_ERRORS = {
-    # ops whose error cases all run under default conventions
-    "rope.longrope_inv_freq", "rope.mrope_cos_sin", "t5.bias", "deberta.index", "deberta.scores",
-    "shaw.index", "resample.table_1d", "resample.grid_2d", "attention.terms", "attention.pipeline", "attention.rope",
-}
+OPEN_ERRORS: set[str] = set()
+"""Ops whose error cases all run under default conventions (none open)."""
 
 
 def _reach(op, case):  # type: ignore[no-untyped-def]

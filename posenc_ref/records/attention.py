@@ -258,6 +258,10 @@ TERMS = OpRecord(
         Case("attention.terms.error.term_shape", {},
              lambda rng: {**_terms_inputs(1, 2, 2, 4, 4, 4)(rng), "term": np.zeros((1, 3, 4, 4))},
              "error: a term that does not broadcast to (B, H, Tq, Tk)", kind="error", error="invalid_shape"),
+        Case("attention.terms.error.top_left.value_term_shape", {"causal": True, "alignment": "top_left"},
+             lambda rng: {**_terms_inputs(1, 2, 1, 4, 6, 4, offset=0)(rng), "value_term": np.zeros((1, 1, 4, 6, 3))},
+             "error under top-left causal alignment: a value term of width 3 for values of width 4", kind="error",
+             error="invalid_shape"),
     ),
     value_inputs=("q", "k", "v", "term", "value_term"),
 )

@@ -74,6 +74,10 @@ PIPELINE = OpRecord(
         Case("attention.pipeline.error.w_o_shape", {"num_heads": 2},
              lambda rng: {**_layer_inputs(1, 4, 8, 2, 2, 5)(rng), "w_o": np.zeros((8, 6))},
              "error: an output projection of the wrong shape", kind="error", error="invalid_shape"),
+        Case("attention.pipeline.error.after_block.token_beyond_table", {"num_heads": 2, "pe_placement": "after_block"},
+             lambda rng: {**_layer_inputs(1, 4, 8, 2, 2, 5)(rng), "tokens": np.array([[0, 5, 1, 2]])},
+             "error under pe_placement='after_block': token id 5 of a 5-row embedding", kind="error",
+             error="out_of_range"),
     ),
     value_inputs=("embedding", "pe", "w_q", "w_k", "w_v", "w_o"),
 )

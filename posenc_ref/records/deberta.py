@@ -115,6 +115,9 @@ INDEX = OpRecord(
              "error: query and key positions whose leading shapes differ", kind="error", error="invalid_shape"),
         Case("deberta.index.error.negative_position", {}, _qk([-1], [0]), "error: a negative position",
              kind="error", error="invalid_argument"),
+        Case("deberta.index.error.clamped.negative_position", {"distance_clamp": "max_relative_positions"},
+             _qk([0, 1], [0, -2]), "error under distance_clamp='max_relative_positions': a negative key position",
+             kind="error", error="invalid_argument"),
     ),
     position_inputs=("query_positions", "key_positions"),
 )
@@ -166,6 +169,10 @@ SCORES = OpRecord(
              kind="error", error="invalid_shape"),
         Case("deberta.scores.error.positions_2d", _SMALL, _score_inputs([[0, 1]], [[0, 1]]),
              "error: the scores op takes 1-D positions", kind="error", error="invalid_shape"),
+        Case("deberta.scores.error.clamped.pos_rows_mismatch",
+             {**_SMALL, "position_buckets": 16, "distance_clamp": "max_relative_positions"},
+             _score_inputs(np.arange(3), np.arange(3)), "error under distance_clamp='max_relative_positions': 2b "
+             "relative rows expected, table built for b=8", kind="error", error="invalid_shape"),
     ),
     position_inputs=("query_positions", "key_positions"),
     value_inputs=("q", "k", "pos_key", "pos_query"),

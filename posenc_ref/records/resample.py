@@ -122,6 +122,12 @@ def _table_1d_cases() -> tuple[Case, ...]:
              error="invalid_argument"),
         case("error.prefix_only", {"new_length": 4, "num_prefix_tokens": 2}, 2,
              "error: a table with nothing beyond its prefix rows", kind="error", error="invalid_shape"),
+        case("error.timm.prefix_only", {"new_length": 4, "num_prefix_tokens": 2, **TIMM}, 2,
+             "error under timm's antialias path (antialias='on', cubic_a=-0.5): nothing beyond the prefix rows",
+             kind="error", error="invalid_shape"),
+        case("error.antialias_align_corners", {"new_length": 5, "antialias": "on", "coordinates": "align_corners"},
+             11, "error: antialias with align-corners coordinates is not pinned", kind="error",
+             error="invalid_argument"),
     )
 
 
@@ -165,6 +171,13 @@ def _grid_cases() -> tuple[Case, ...]:
              "error: resampling to a height < 1", kind="error", error="invalid_argument"),
         Case("resample.grid_2d.error.table_1d", {**g14}, {"table": np.zeros(197)},
              "error: a table that is not (rows, D)", kind="error", error="invalid_shape"),
+        Case("resample.grid_2d.error.bilinear.length_mismatch_prefix1",
+             {**g14, "num_prefix_tokens": 1, "kernel": "bilinear", "coordinates": "align_corners"},
+             _table(14 * 14, 3), "error under kernel='bilinear', coordinates='align_corners' (big_vision): 196 rows "
+             "for 1 prefix row + 14x14", kind="error", error="invalid_shape"),
+        Case("resample.grid_2d.error.antialias_align_corners",
+             {**g14, "antialias": "on", "coordinates": "align_corners"}, _table(197, 3),
+             "error: antialias with align-corners coordinates is not pinned", kind="error", error="invalid_argument"),
     )
 
 

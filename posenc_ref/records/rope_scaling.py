@@ -246,6 +246,8 @@ LONGROPE = OpRecord(
         ("wrong_length", {**PHI3, "context_length": 5000}, _factor_lists(47), "invalid_argument",
          "factor list of length 47 for d/2 = 48"),
         ("odd_dim", {**PHI3, "dim": 95, "context_length": 10}, _factor_lists(47), "invalid_argument", "odd dim"),
+        ("vllm.wrong_length", {**PHI3, "context_length": 131072, "longrope_convention": "vllm"}, _factor_lists(49),
+         "invalid_argument", "under longrope_convention='vllm': factor lists of length 49 for d/2 = 48"),
     ])),
 )
 

@@ -123,6 +123,9 @@ def _index_cases() -> tuple[Case, ...]:
         Case("shaw.index.error.empty_keys", {"max_relative_position": 2},
              both(_pos(0), np.zeros((0,), dtype=np.int64)), "error: empty key positions", kind="error",
              error="invalid_shape"),
+        Case("shaw.index.error.query_minus_key.k0", {"max_relative_position": 0, "sign": "query_minus_key"},
+             both(np.arange(3), np.arange(3)), "error under sign='query_minus_key': K < 1", kind="error",
+             error="invalid_argument"),
     )
 
 

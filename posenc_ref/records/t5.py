@@ -147,6 +147,11 @@ def _bias_cases() -> tuple[Case, ...]:
          "query and key positions whose leading (batch) shapes differ"),
         ("num_buckets_too_small", {"num_buckets": 2}, _bias_inputs([0], [0], buckets=2), "invalid_argument",
          "2 buckets bidirectional"),
+        ("heads_buckets.table_rows_mismatch", {"num_buckets": 16, "table_layout": "heads_buckets"},
+         _bias_inputs(np.arange(3), np.arange(3), layout="heads_buckets"), "invalid_shape",
+         "an (H, 32) table under table_layout='heads_buckets' declared with num_buckets=16"),
+        ("unidirectional.batch_mismatch", {"direction": "unidirectional"}, _bias_inputs([[0, 1]], [[0, 1], [0, 1]]),
+         "invalid_shape", "decoder (unidirectional) positions whose leading (batch) shapes differ"),
     ]
     cases += error_cases("t5.bias", errors)
     return tuple(cases)
