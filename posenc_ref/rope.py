@@ -373,6 +373,71 @@ def rope_rotate_cached(
         return rope_rotate(values, c, s, layout=layout)
 
 
+def rope_rotate_freq(
+    x: Any, positions: Any, inv_freq: Any, /, *, layout: Literal["half", "interleaved"] = "half",
+    x_layout: Literal["BHTD", "BTHD"] = "BHTD", attention_factor: float = 1.0,
+) -> NDArray[np.float64]:
+    """Rotate ``x`` at caller-given inverse frequencies: angle ``positions[t] * inv_freq[i]``.
+
+    The contract of MLX ``mx.fast.rope(..., base=None, freqs=f)`` (MLX takes the periods
+    ``f_i = 1 / w_i``: an MLX adapter passes ``1 / inv_freq``), of a transformers rotary module
+    whose ``inv_freq`` buffer is set by the caller, and of vLLM's cos/sin cache built from a
+    given ``inv_freq``. With the frequencies of :func:`scaled_frequencies` it is
+    :func:`rope_apply`, bit for bit (a test).
+
+    Parameters
+    ----------
+    x
+        Queries or keys, shape (B, H, T, D) (``x_layout="BHTD"``) or (B, T, H, D).
+    positions
+        Integer positions >= 0, shape (T,) or (B, T).
+    inv_freq
+        Shape (P,), finite, >= 0 (0: a pair that never turns, as proportional rotation has). The
+        first ``2P <= D`` channels rotate; the rest pass through untouched.
+    layout
+        ``"half"`` or ``"interleaved"`` (module notes).
+    x_layout
+        Axis order of x.
+    attention_factor
+        Multiplies cos and sin (> 0); pass-through channels are not scaled.
+
+    Returns
+    -------
+    ndarray, same shape as x, float64
+
+    Raises
+    ------
+    SpecError
+        ``inv_freq`` not 1-D, empty, negative or non-finite, ``2P > D``, positions not matching
+        T, unknown conventions, non-finite ``x``.
+
+    Notes
+    -----
+    Computation order as :func:`rope_apply`: ``angle = float(p) * w`` in float64, then
+    ``c = a * cos(angle)``, ``u * c - v * s`` and ``v * c + u * s``.
+
+    Examples
+    --------
+    >>> x = np.array([[[[1.0, 0.0, 5.0]]]])
+    >>> np.round(rope_rotate_freq(x, [2], [0.25 * np.pi]), 12).tolist()
+    [[[[0.0, 1.0, 5.0]]]]
+    """
+    func = "rope_rotate_freq"
+    check_choice(func, "layout", layout, ("half", "interleaved"))
+    factor = check_float(func, "attention_factor", attention_factor, positive=True)
+    values = _validate_x(func, "x", x, x_layout)
+    w = check_float_array(func, "inv_freq", inv_freq, ndim=1)
+    if (w < 0).any():
+        where = int(np.flatnonzero(w < 0)[0])
+        raise SpecError(f"{func}: inv_freq must be >= 0, got {float(w[where])!r} at index {where}")
+    space = 2 * w.size
+    if space > values.shape[-1]:
+        raise SpecError(f"{func}: inv_freq of P = {w.size} pairs rotates 2P = {space} channels, more than the head "
+                        f"dim {values.shape[-1]} of x", category="invalid_shape")
+    angle = _angles(func, positions, w, values.shape, x_layout, "positions")
+    return _finite(func, _rotate(values, angle, space, layout, factor))
+
+
 def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], space: int, layout: str,
             factor: float) -> NDArray[np.float64]:
     """:func:`rope_rotate` of ``x`` at ``angle`` with factor ``a``, through the memory-lean path."""

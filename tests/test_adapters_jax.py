@@ -168,7 +168,7 @@ def test_embedding_pipeline_matches_the_reference():
 
 NEW_OPS = ("rope.longrope_inv_freq", "transformer_xl.score", "transformer_xl.rel_shift", "resample.weights",
            "resample.table_1d", "resample.grid_2d", "attention.terms", "attention.pipeline", "attention.rope",
-           "attention.alibi", "attention.t5", "attention.shaw", "attention.xl")
+           "attention.alibi", "attention.t5", "attention.shaw", "attention.xl", "rope.rotate_freq")
 
 
 def _of_new_ops(entry):
@@ -249,6 +249,12 @@ def _fails(port, case, dtype="float32"):
     ("rotate_cached", "rope.rotate.onnx.rotary_dim4.d8",
      lambda real: lambda x, rows, cos, sin, layout, x_layout: real(
          x, np.broadcast_to(np.arange(rows.shape[-1]), rows.shape), cos, sin, layout, x_layout)),
+    ("rotate", "rope.rotate_freq.half.d32.long",  # positions off by one
+     lambda real: lambda x, pos, space, rd, params, layout, c, freq=None: real(
+         x, pos + 1, space, rd, params, layout, c, freq)),
+    ("rotate", "rope.rotate_freq.yarn.gpt_oss.d64.long",  # the caller's frequencies reversed
+     lambda real: lambda x, pos, space, rd, params, layout, c, freq=None: real(
+         x, pos, space, rd, params, layout, c, None if freq is None else freq[::-1])),
     ("fairseq", "sinusoidal.fairseq.m2m100.chunk_after_cache",  # cache_rule ignored: fairseq's one-step rows
      lambda real: lambda tokens, params, c: real(tokens, {**params, "cache_rule": "fairseq"}, c)),
     ("fairseq", "sinusoidal.fairseq.m2m100.long_cache",  # the chunk's rows without the cached length
@@ -307,3 +313,11 @@ def test_the_deprecated_jax_adapter_spelling_loads_the_same_adapter():
     with x64(False):
         old, new = load_adapter(f"{ADAPTERS / 'jax_adapter.py'}:ADAPTER"), load_adapter(SPEC)
     assert (old.name, old.dtype, old.capabilities) == (new.name, new.dtype, new.capabilities)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rope_rotate_freq_passes_in_the_narrow_dtypes(dtype):
+    with x64(False):
+        adapter = load_adapter(SPEC).at_dtype(dtype)
+        run = run_conformance(adapter, spec="jax", select=lambda e: e["op"] == "rope.rotate_freq")
+    assert run.passed and {r.status for r in run.results} == {"pass"} and run.executed >= 19

@@ -44,7 +44,7 @@ def _patch(monkeypatch, module, name, value):
 NEW_OPS = ("rope.xpos", "rope.mrope_cos_sin", "rope.longrope_inv_freq", "shaw.index", "shaw.logits", "shaw.output",
            "transformer_xl.score", "transformer_xl.rel_shift", "resample.weights", "resample.table_1d",
            "resample.grid_2d", "attention.terms", "attention.pipeline", "attention.rope", "attention.alibi",
-           "attention.t5", "attention.shaw", "attention.xl", "rope.rotate")
+           "attention.t5", "attention.shaw", "attention.xl", "rope.rotate", "rope.rotate_freq")
 # the ops whose graph holds a RotaryEmbedding, Attention or Resize node: no double kernel in onnxruntime 1.30
 REAL_OPERATOR_OPS = {"rope.apply", "rope.scores", "attention", "attention.terms", "attention.pipeline",
                      "attention.rope", "attention.alibi", "attention.t5", "attention.shaw", "attention.xl",
@@ -315,6 +315,25 @@ def test_rope_rotate_uses_the_real_operator_with_position_ids():
                 assert len(nodes[0].input) == 4  # X, cos_cache, sin_cache, position_ids
             actual = _part("onnx_graph")._execute(g, feeds, outs, dtype, 23 if operator else 21)["y"]
             np.testing.assert_allclose(actual, expected, rtol=0, atol=atol)
+
+
+def test_rope_rotate_freq_runs_the_operator_and_a_wrong_variant_fails(monkeypatch):
+    """rope.rotate_freq at float32 and float16: one RotaryEmbedding node, its caches built in the graph from
+    the given inv_freq; at float64 (no double kernel) the primitive rotation. The positions off by one, or
+    the frequencies reversed, fail every valid case through both."""
+    module = _module()
+    ids = _corpus_ids(lambda e: e["op"] == "rope.rotate_freq" and not e["expected_error"])
+    single, half, double = (module.OnnxRuntimeAdapter(d) for d in ("float32", "float16", "float64"))
+    assert len(ids) >= 10 and "RotaryEmbedding" in single.calls["rope.rotate_freq"]
+    assert "Gather" in double.calls["rope.rotate_freq"]
+    assert all(_failing_cases(a, ids) == set() for a in (single, half, double))
+    right = module.checks.rotate_freq
+    with monkeypatch.context() as m:
+        m.setattr(module.checks, "rotate_freq", lambda p, i: {**right(p, i), "positions": right(p, i)["positions"] + 1})
+        assert _failing_cases(single, ids) == ids and _failing_cases(double, ids) == ids
+    with monkeypatch.context() as m:
+        m.setattr(module.checks, "rotate_freq", lambda p, i: {**right(p, i), "inv_freq": right(p, i)["inv_freq"][::-1]})
+        assert _failing_cases(single, ids) == ids and _failing_cases(double, ids) == ids
 
 
 def test_the_deprecated_onnxruntime_adapter_spelling_loads_the_same_adapter():

@@ -417,3 +417,27 @@ def test_llama_rope_runs_scaled_cases_through_transformers_rope_init():
                                                                                   "llama3", "longrope"}
     na = [r.message for r in run.results if r.status == "not_applicable"]
     assert any("ext_factor" in m and "ggml" in m for m in na) and any("ntk_aware" in m for m in na)
+
+
+def _rotate_freq(entry):
+    return entry["op"] == "rope.rotate_freq"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_port_passes_the_rotation_at_given_frequencies(dtype):
+    run = run_conformance(_adapter("TORCH", dtype), spec="torch", select=_rotate_freq)
+    assert run.passed
+    assert {r.case_id for r in run.results if r.status == "pass"} == set(_entries(_rotate_freq))
+
+
+def test_port_with_the_frequencies_reversed_fails_the_rotation_at_given_frequencies(monkeypatch):
+    module = _module()
+    right = module.checks.rotate_freq
+
+    def reversed_freq(params, inputs):
+        c = right(params, inputs)
+        return {**c, "inv_freq": np.ascontiguousarray(c["inv_freq"][::-1])}
+    monkeypatch.setattr(module.checks, "rotate_freq", reversed_freq)
+    normal = _entries(lambda e: _rotate_freq(e) and e["kind"] != "error")
+    run = run_conformance(module.torch_port("float32"), spec="mutant", select=lambda e: e["id"] in normal)
+    assert {r.case_id for r in run.results if r.status == "fail"} == set(normal)

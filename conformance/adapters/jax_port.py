@@ -10,7 +10,8 @@ rope_type but longrope),       ``rope.longrope_inv_freq`` (``1 / (e_i * base ** 
 rope.longrope_inv_freq         factor list and attention factor chosen by the wrapper)
 rope.cos_sin, rope.apply,      ``jax.numpy`` port; ``rope.apply``/``rope.scores`` at every scaling
 rope.scores, rope.rotate,      (the rope.inv_freq / rope.longrope_inv_freq port at the rotary
-rope.xpos, rope.mrope_cos_sin  width), ``rope.rotate`` turning by the caller's cache rows
+rope.rotate_freq, rope.xpos,   width), ``rope.rotate`` turning by the caller's cache rows,
+rope.mrope_cos_sin             ``rope.rotate_freq`` at the caller's inverse frequencies
 alibi.*, t5.*, deberta.*,      ``jax.numpy`` port
 shaw.*
 transformer_xl.score           ``jax.numpy`` port: ``R = [sin | cos]`` of ``p_i - p_j`` as
@@ -226,6 +227,13 @@ def jax_port(dtype: str | None = None) -> Adapter:
         x, cos, sin = (held(c[n]) for n in ("x", "cos", "sin"))
         return floats(rotate_cached(x, c["positions"], cos, sin, params["layout"], params["x_layout"]))
 
+    def run_rotate_freq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        c = checks.rotate_freq(params, inputs)
+        space = 2 * c["inv_freq"].size
+        freq = jnp.asarray(c["inv_freq"], dtype=compute)  # the caller's buffer, float32 below float64
+        return floats(rotate(jnp.asarray(c["x"], dtype=out).astype(compute), c["positions"], space, space,
+                             {**params, "attention_factor": c["a"]}, params["layout"], compute, freq))
+
     def run_xpos(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         q, k, pos = checks.xpos(params, inputs)
         qx, kx = (jnp.asarray(a, dtype=out).astype(compute) for a in (q, k))
@@ -401,7 +409,8 @@ def jax_port(dtype: str | None = None) -> Adapter:
 
     ops = {"sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
            "learned.lookup": run_lookup, "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin,
-           "rope.apply": run_apply, "rope.scores": run_scores, "rope.rotate": run_rotate, "rope.xpos": run_xpos,
+           "rope.apply": run_apply, "rope.scores": run_scores, "rope.rotate": run_rotate,
+           "rope.rotate_freq": run_rotate_freq, "rope.xpos": run_xpos,
            "rope.mrope_cos_sin": run_mrope, "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
            "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
            "deberta.bucket": run_deberta_bucket,

@@ -1,5 +1,5 @@
 """The ops that map onto a real ONNX operator: ``RotaryEmbedding`` and ``Attention`` (opset 23) for
-``rope.apply``, ``rope.scores``, ``rope.rotate``, ``attention``, ``attention.pipeline`` and the
+``rope.apply``, ``rope.scores``, ``rope.rotate``, ``rope.rotate_freq``, ``attention``, ``attention.pipeline`` and the
 ``attention.<scheme>`` ops, ``Resize`` for ``resample.*``: the library side of the ONNX Runtime adapter
 (:mod:`onnxruntime_graphs`, which describes how the case's conventions map onto their attributes).
 """
@@ -91,6 +91,31 @@ def build_rope_scores(g: Graph, params: Mapping[str, Any], q: np.ndarray, k: np.
         qr, kr = g.op("Transpose", qr, perm=[0, 2, 1, 3]), g.op("Transpose", kr, perm=[0, 2, 1, 3])
     scores = g.op("MatMul", qr, g.op("Transpose", kr, perm=[0, 1, 3, 2]))
     return [("q", q), ("k", k), ("q_positions", qp), ("k_positions", kp)], [(scores, "scores", "float")]
+
+
+def build_rope_rotate_freq(g: Graph, params: Mapping[str, Any], c: Mapping[str, Any], x: np.ndarray,
+                           operator: bool) -> tuple[Feeds, Outs]:
+    """``rope.rotate_freq``: with ``operator``, one ``RotaryEmbedding`` node (:func:`_rotary`) with
+    ``rotary_embedding_dim = 2P``, its (B, T, P) caches built in the graph from the positions and the
+    caller's ``inv_freq`` (fed as float64, cast to the compute dtype: a float32 buffer below float64),
+    cos and sin times the attention factor; ``x`` (in the operator's dtype) as for ``rope.apply``.
+    Without it (no kernel at the dtype), the same caches, one row per token, turn x through the
+    primitive graph :func:`onnx_primitive.build_rotate_cached` in the compute dtype."""
+    pairs = c["inv_freq"].size
+    pos = c["positions"]  # (B|1, T)
+    t = x.shape[2 if params["x_layout"] == "BHTD" else 1]
+    w = g.cast("inv_freq", g.compute)
+    feeds = [("x", x), ("positions", pos), ("inv_freq", c["inv_freq"])]
+    if operator:
+        y = _rotary(g, params, "x", x.shape, "positions", t, 2 * pairs, 2 * pairs, inv_freq=w, factor=c["a"])
+        return feeds, [(y, "y", "float")]
+    factor = g.const(float(c["a"]))
+    flat = g.const([pos.size, pairs], I64)
+    angle = _angles(g, "positions", w)  # (B|1, T, P)
+    cos, sin = (g.op("Reshape", g.op("Mul", g.op(name, angle), factor), flat) for name in ("Cos", "Sin"))
+    rows = g.const(np.arange(pos.size, dtype=np.int64).reshape(pos.shape), I64)  # token (b, t) reads its own row
+    y = build_rotate_cached(g, {"x": x, "cos": np.empty((1, pairs))}, params, g.cast("x", g.compute), cos, sin, rows)
+    return feeds, [(y, "y", "float")]
 
 
 def _position_ids(g: Graph, positions: str, batch: int, t: int) -> str:

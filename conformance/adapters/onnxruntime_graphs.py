@@ -18,8 +18,9 @@ rope.mrope_cos_sin, alibi.*,
 t5.*, deberta.*, shaw.*,
 transformer_xl.*
 rope.apply, rope.scores          ``RotaryEmbedding`` (+ ``MatMul`` for scores)      float32, float16 [2]_
-rope.rotate                      ``RotaryEmbedding`` with ``position_ids``;         float32, float16 [2]_;
-                                 ``Gather`` + ``Mul``/``Sub``/``Add`` at float64    float64 [4]_
+rope.rotate, rope.rotate_freq    ``RotaryEmbedding`` (``position_ids`` for          float32, float16 [2]_;
+                                 rope.rotate); ``Gather`` + ``Mul``/``Sub``/``Add`` float64 [4]_
+                                 at float64
 attention                        ``Attention``                                      float32, float16 [2]_
 attention.rope                   two ``RotaryEmbedding`` + ``Attention``            float32, float16 [2]_
 attention.alibi, attention.t5    bias graph + ``Attention`` (``attn_mask``)         float32, float16 [2]_
@@ -40,10 +41,11 @@ resample.*                       ``Resize``                                     
    ``attn_mask``), as a float16 model feeds them.
 .. [3] ``Resize`` has no double kernel in onnxruntime 1.30 (not_applicable at float64); at
    float16 it runs the float16 kernel on the float16 table.
-.. [4] ``rope.rotate`` runs the operator wherever onnxruntime has its kernel (checked once per
-   dtype with a trial graph, :func:`rotary_operator`); where it has none (double in 1.30) the
-   same rotation is a primitive graph in float64: ``Gather`` of the cache rows, then the pair
-   channels turned with ``Mul``/``Sub``/``Add``.
+.. [4] ``rope.rotate`` and ``rope.rotate_freq`` run the operator wherever onnxruntime has its kernel
+   (checked once per dtype with a trial graph, :func:`rotary_operator`); where it has none (double in
+   1.30) the same rotation is a primitive graph in float64: ``Gather`` of the cache rows (for
+   ``rope.rotate_freq`` the caches built in the graph, one row per token), then the pair channels
+   turned with ``Mul``/``Sub``/``Add``.
 
 At start-up the adapter runs every op's graph once per dtype on a case from the registry (the
 op's smallest valid case the graphs can express, its parameters filled in from the registry's
@@ -72,6 +74,11 @@ rope.inv_freq graph of the variant at ``dim = S`` (rope.longrope_inv_freq's for 
 factor list in use a constant), times 0 from pair ``rotary_dim/2`` on under
 ``partial="proportional"``, and the whole attention factor (the op's times the variant's, a
 Python float64 scalar) multiplies cos and sin.
+
+``rope.rotate_freq`` is ``rope.apply``'s graph at the caller's frequencies: the (B, T, P) caches are
+``Cast(p) * inv_freq`` (``inv_freq`` fed as float64 and cast to float32, as a model keeps its
+``inv_freq`` buffer), ``Cos``/``Sin`` times the attention factor, ``rotary_embedding_dim = 2P``;
+at float64 (no double kernel) those caches, one row per token, go through rope.rotate's primitive graph.
 
 ``rope.rotate`` gives the case's caches to ``RotaryEmbedding`` as they are (2-D (N, P), in the
 operator's dtype), with the positions ``Expand``-ed to the (B, T) ``position_ids``,
@@ -176,6 +183,7 @@ from onnx_operators import (  # noqa: E402
     build_resample,
     build_rope_apply,
     build_rope_rotate,
+    build_rope_rotate_freq,
     build_rope_scores,
 )
 from onnx_primitive import (  # noqa: E402
@@ -290,6 +298,15 @@ def run_rope_rotate(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
     g = _graph(dtype)
     operator = rotary_operator(dtype)
     return _execute(g, *build_rope_rotate(g, params, c, operator), dtype, ROPE_OPSET if operator else OPSET)
+
+
+def run_rope_rotate_freq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray],
+                         dtype: str) -> dict[str, np.ndarray]:
+    c = checks.rotate_freq(params, inputs)
+    g = _graph(dtype)
+    operator = rotary_operator(dtype)
+    feeds, outs = build_rope_rotate_freq(g, params, c, c["x"].astype(NUMPY[dtype]), operator)
+    return _execute(g, feeds, outs, dtype, ROPE_OPSET if operator else OPSET)
 
 
 def run_slopes(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
@@ -433,7 +450,7 @@ RUNNERS: dict[str, Runner] = {
     "sinusoidal.table": run_table, "sinusoidal.fairseq": run_fairseq, "grid2d.sincos": run_grid,
     "learned.lookup": run_lookup,
     "rope.inv_freq": run_inv_freq, "rope.cos_sin": run_cos_sin, "rope.apply": run_rope_apply,
-    "rope.scores": run_rope_scores, "rope.rotate": run_rope_rotate,
+    "rope.scores": run_rope_scores, "rope.rotate": run_rope_rotate, "rope.rotate_freq": run_rope_rotate_freq,
     "alibi.slopes": run_slopes, "alibi.bias": run_alibi,
     "alibi.mask_positions": run_mask_positions, "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
     "deberta.bucket": run_deberta_bucket, "deberta.scores": run_deberta_scores,
@@ -453,6 +470,15 @@ CALLS["rope.apply"] = f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), 
 
 
 CALLS["rope.scores"] = f"two ONNX RotaryEmbedding operators (opset {ROPE_OPSET}) and MatMul (no xPos)"
+
+
+def rotate_freq_call(dtype: str) -> str:
+    """What computes ``rope.rotate_freq`` at ``dtype``: the operator where onnxruntime has its kernel."""
+    caches = "cos/sin caches built in the graph from the positions and the given inv_freq"
+    if rotary_operator(dtype):
+        return f"the ONNX RotaryEmbedding operator (opset {ROPE_OPSET}), rotary_embedding_dim = 2P, {caches}"
+    return (f"ONNX graph of primitive operators ({caches}, one row per token, Gather, Mul/Sub/Add), opset {OPSET}: "
+            f"onnxruntime {ort.__version__} has no {dtype} RotaryEmbedding kernel")
 
 
 def rotate_call(dtype: str) -> str:
@@ -560,7 +586,7 @@ class OnnxRuntimeAdapter(Adapter):
         self.refused = {op: reason for op in RUNNERS if (reason := _probe(op, dtype))}
         ops = {op: self._runner(fn) for op, fn in RUNNERS.items()}
         super().__init__("onnxruntime-graphs", f"onnxruntime {ort.__version__}, onnx {onnx.__version__}", dtype, ops,
-                         {op: {} for op in ops}, {**CALLS, "rope.rotate": rotate_call(dtype)}, OnnxRuntimeAdapter,
+                         {op: {} for op in ops}, {**CALLS, "rope.rotate": rotate_call(dtype), "rope.rotate_freq": rotate_freq_call(dtype)}, OnnxRuntimeAdapter,
                          tuple(ELEM))
 
     def _runner(self, fn: Runner) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray]], dict[str, np.ndarray]]:

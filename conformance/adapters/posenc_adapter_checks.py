@@ -140,6 +140,23 @@ def rotate_cached(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -
     return {"x": x, "positions": pos, "cos": cos, "sin": sin}
 
 
+def rotate_freq(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """``rope.rotate_freq``: ``{"x": 4-D, "positions": (B|1, T) int64, "inv_freq": (P,) >= 0, "a": float}``.
+
+    The first ``2P`` channels rotate at angle ``positions[t] * inv_freq[i]``; the rest pass through.
+    """
+    choice("layout", params["layout"], ("half", "interleaved"))
+    x_layout = choice("x_layout", params["x_layout"], ("BHTD", "BTHD"))
+    a = positive("attention_factor", params["attention_factor"])
+    x = finite_array("x", inputs["x"], ndim=4)
+    w = finite_array("inv_freq", inputs["inv_freq"], ndim=1)
+    if (w < 0).any():
+        raise invalid(f"inv_freq must be >= 0, got {float(w.min())!r}")
+    if 2 * w.size > x.shape[-1]:
+        raise invalid_shape(f"inv_freq rotates {2 * w.size} channels, more than the head dim {x.shape[-1]}")
+    return {"x": x, "positions": rope_positions("positions", inputs["positions"], x, x_layout), "inv_freq": w, "a": a}
+
+
 def rope_apply(params: Mapping[str, Any], inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, int, int]:
     """``rope.apply``: x (4-D), positions (B|1, T), S, rd."""
     choice("layout", params["layout"], ("half", "interleaved", "interleaved_to_half"))

@@ -5,7 +5,8 @@ The absolute ops (``sinusoidal.fairseq`` under both cache rules), ``rope.inv_fre
 rope_type but longrope, ggml's ``ext_factor`` included) and ``rope.longrope_inv_freq`` (as
 transformers' init functions build them), ``rope.apply`` and ``rope.scores`` under every RoPE
 scaling (the variant's frequencies over the rotary space, its attention factor times the op's;
-xPos weighting included), ``rope.rotate`` (cached cos/sin rows), ``rope.cos_sin``,
+xPos weighting included), ``rope.rotate`` (cached cos/sin rows), ``rope.rotate_freq`` (the caller's
+inverse frequencies), ``rope.cos_sin``,
 ``rope.xpos``, the ALiBi, T5 and DeBERTa ops, ``shaw.*``, ``transformer_xl.*``, ``attention``,
 ``attention.terms``, ``attention.pipeline`` and ``attention`` with RoPE, ALiBi, T5, Shaw and
 Transformer-XL plugged in (``attention.rope`` ... ``attention.xl``: the scheme's torch port feeding
@@ -450,6 +451,20 @@ def run_rope_rotate(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarra
     return _numpy((y.transpose(1, 2) if bthd else y).to(dt.out))
 
 
+def run_rope_rotate_freq(params: Params, inputs: Inputs, dt: PortDtypes) -> np.ndarray:
+    """The caller's ``inv_freq`` as a buffer in the compute dtype (float32 below float64, as transformers
+    keeps it), ``angle = positions * inv_freq``, cos and sin times the attention factor."""
+    a = checks.rotate_freq(params, inputs)
+    bthd = params["x_layout"] == "BTHD"
+    x = _tensor(a["x"], dt)
+    x = x.transpose(1, 2) if bthd else x  # (B, H, T, D)
+    w = _tensor(a["inv_freq"], dt)
+    angle = torch.from_numpy(a["positions"]).to(dt.compute)[:, None, :, None] * w  # (B|1, 1, T, P)
+    cos, sin = torch.cos(angle) * a["a"], torch.sin(angle) * a["a"]
+    y = port_rotate(x, cos, sin, 2 * a["inv_freq"].size, params["layout"])
+    return _numpy((y.transpose(1, 2) if bthd else y).to(dt.out))
+
+
 def run_inv_freq(params: Params, inputs: Inputs, dt: PortDtypes) -> tuple[np.ndarray, ...]:
     c = checks.inv_freq(params)
     scalars = (torch.tensor([c[n]], dtype=dt.compute).to(dt.out) for n in ("a", "softmax"))
@@ -656,6 +671,7 @@ PORT_OPS: dict[str, Callable[..., Any]] = {  # op -> run_*(params, inputs, dt)
     "learned.lookup": run_lookup,
     "rope.cos_sin": run_rope_cos_sin, "deberta.bucket": run_deberta_bucket, "deberta.index": run_deberta_index,
     "rope.apply": run_rope_apply, "rope.scores": run_rope_scores, "rope.rotate": run_rope_rotate,
+    "rope.rotate_freq": run_rope_rotate_freq,
     "rope.inv_freq": run_inv_freq, "rope.longrope_inv_freq": run_longrope_inv_freq,
     "t5.bucket": run_t5_bucket, "t5.bias": run_t5_bias,
     "alibi.slopes": run_alibi_slopes, "alibi.bias": run_alibi_bias, "alibi.mask_positions": run_alibi_mask_positions,

@@ -329,8 +329,30 @@ def rotate_cached(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]])
     return {"y": out}
 
 
+def rotate_freq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> dict[str, NDArray[Any]]:
+    """Each pair turned by ``a exp(i p w_i)`` at the given float64 frequencies, taken exactly."""
+    x = np.asarray(inputs["x"], dtype=np.float64)
+    w = [mpmath.mpf(float(v)) for v in np.asarray(inputs["inv_freq"], dtype=np.float64).tolist()]
+    a = mpmath.mpf(params["attention_factor"])
+    space = 2 * len(w)
+    out = np.empty_like(x)
+    for (b, h, t), (row, p) in _rows(x, inputs["positions"], params["x_layout"]).items():
+        values: list[Any] = [mpmath.mpf(v) for v in row]
+        for i, wi in enumerate(w):
+            (ru, rv), (wu, wv) = _pair_channels(params["layout"], i, space)
+            z = mpmath.mpc(row[ru], row[rv]) * a * mpmath.expj(mpmath.mpf(p) * wi)
+            values[wu], values[wv] = z.real, z.imag
+        rounded = [to_float64(v) for v in values]
+        if params["x_layout"] == "BHTD":
+            out[b, h, t] = rounded
+        else:
+            out[b, t, h] = rounded
+    return {"y": out}
+
+
 ORACLES: Final[dict[str, Oracle]] = {
     "rope.rotate": rotate_cached,
+    "rope.rotate_freq": rotate_freq,
     "rope.inv_freq": inv_freq,
     "rope.longrope_inv_freq": longrope,
     "rope.cos_sin": cos_sin,

@@ -27,7 +27,7 @@ from posenc_ref.opspec import Case, OpRecord, Output, Param, case_rng, error_cas
 from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS, INV_FREQ, exact_inv_freq
 from posenc_ref.records.rope_scaling import RECORDS as SCALING_RECORDS
 from posenc_ref.scales.rope import (_apply_input_scale, _apply_phase, _cached_error_scale, _cached_input_scale,
-                                    _scores_input_scale, _scores_phase, _table_phase)
+                                    _freq_input_scale, _freq_phase, _scores_input_scale, _scores_phase, _table_phase)
 
 CITATION = "Su et al. 2021, RoFormer, arXiv:2104.09864, section 3.4.2 (eq. 34)"
 LONG = np.array([0, 1, 4095, 8191, 131071, 10**6], dtype=np.int64)
@@ -353,6 +353,103 @@ ROTATE = OpRecord(
 )
 
 
+# --- rope.rotate_freq ------------------------------------------------------------------------
+
+def _freq_x(shape: tuple[int, ...], positions: Any, inv_freq: Any) -> Any:
+    """Random x, the positions and caller-given frequencies (oracle values or exact constants)."""
+    def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
+        return {"x": rng.normal(size=shape), "positions": np.asarray(positions, dtype=np.int64),
+                "inv_freq": np.asarray(inv_freq, dtype=np.float64)}
+    return make
+
+
+GPT_OSS = exact_inv_freq(dim=64, base=150000.0, rope_type="yarn", factor=32.0, original_max_position=4096,
+                         beta_fast=32.0, beta_slow=1.0, truncate=False)
+_PHI3_ID = "rope.rotate_freq.longrope.phi3_mini_128k.d96.long"
+PHI3_LONG = exact_inv_freq(dim=96, **_longrope_params(_PHI3_ID, 48, 131072))
+
+
+def _plain(dim: int, base: float = 10000.0) -> NDArray[Any]:
+    return exact_inv_freq(dim=dim, base=base)["inv_freq"]
+
+
+def _zero_tail(dim: int, turning: int) -> NDArray[Any]:
+    w = _plain(dim).copy()
+    w[turning:] = 0.0  # pairs that never turn (proportional rotation's zero frequencies)
+    return w
+
+
+def _rotate_freq_cases() -> tuple[Case, ...]:
+    p = "rope.rotate_freq"
+    yarn_factor = float(GPT_OSS["attention_factor"][0])
+    phi3_factor = float(PHI3_LONG["attention_factor"][0])
+    return (
+        Case(f"{p}.half.d16", {}, _freq_x((2, 2, 5, 16), [0, 1, 2, 7, 100], _plain(16)),
+             "plain frequencies b^(-2i/16) given by the caller, (B, H, T, D)"),
+        Case(f"{p}.interleaved.bthd.batch_positions", {"layout": "interleaved", "x_layout": "BTHD"},
+             _freq_x((2, 5, 2, 16), [[0, 1, 2, 3, 4], [3, 3, 4, 9, 12]], _plain(16)),
+             "interleaved pairs, (B, T, H, D), (B, T) positions with repeats"),
+        Case(f"{p}.half.d32.long", {}, _freq_x((1, 2, 8, 32), LONG8, _plain(32)),
+             "half layout at positions to 10^6", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.interleaved.bthd.d32.long", {"layout": "interleaved", "x_layout": "BTHD"},
+             _freq_x((1, 8, 2, 32), LONG8, _plain(32, 500000.0)),
+             "interleaved, (B, T, H, D), base 5e5, positions to 10^6", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.half.pass_through.p4.d16", {}, _freq_x((1, 2, 3, 16), [0, 5, 4095], _plain(8)),
+             "4 frequencies for a head of 16: channels 8.. pass through untouched"),
+        Case(f"{p}.interleaved.pass_through.p4.d12", {"layout": "interleaved"},
+             _freq_x((1, 1, 3, 12), [2, 9, 4096], _plain(8)),
+             "interleaved pairs (0, 1) .. (6, 7) rotate, channels 8.. pass through"),
+        Case(f"{p}.yarn.gpt_oss.d64.long", {"attention_factor": yarn_factor},
+             _freq_x((1, 1, 8, 64), LONG8, GPT_OSS["inv_freq"]),
+             "gpt-oss YaRN frequencies (base 1.5e5, s 32, truncate False) and factor 1.3466 given by the caller",
+             kind="long_position", flags=("LongPosition",)),
+        Case(_PHI3_ID, {"attention_factor": phi3_factor}, _freq_x((1, 1, 5, 96), [0, 1, 4095, 131071, 10**6], PHI3_LONG["inv_freq"]),
+             "Phi-3-mini-128k LongRoPE long-factor frequencies, as MLX SuScaledRoPE passes them (freqs = 1 / w), "
+             "and sqrt(1 + ln 32 / ln 4096)", kind="long_position", flags=("LongPosition",)),
+        Case(f"{p}.zero_frequency_pairs.d16", {}, _freq_x((1, 2, 4, 16), [0, 7, 4095, 131071], _zero_tail(16, 5)),
+             "pairs 5..7 at frequency 0 never turn (proportional rotation)", kind="edge"),
+        Case(f"{p}.attention_factor.bthd", {"attention_factor": 1.2772588722239782, "x_layout": "BTHD"},
+             _freq_x((1, 3, 2, 16), [0, 9, 4095], _plain(16)),
+             "attention factor folded into cos and sin scales the rotated channels"),
+        Case(f"{p}.decode_offset.batch_positions", {}, _freq_x((2, 2, 1, 32), [[4100], [17]], _plain(32)),
+             "one decoding step per sequence at its own offset, (B, 1) positions", kind="edge"),
+    ) + tuple(error_cases(p, [
+        ("inv_freq_2d", {}, _freq_x((1, 1, 2, 8), [0, 1], np.ones((2, 2))), "invalid_shape", "inv_freq must be (P,)"),
+        ("inv_freq_wider_than_head", {"layout": "interleaved", "x_layout": "BTHD"},
+         _freq_x((1, 2, 1, 4), [0, 1], _plain(8)), "invalid_shape", "2P = 8 channels for a head of 4"),
+        ("negative_frequency", {}, _freq_x((1, 1, 2, 8), [0, 1], [1.0, -0.01]), "invalid_argument",
+         "a negative frequency"),
+        ("nonfinite_frequency", {"layout": "interleaved"}, _freq_x((1, 1, 2, 8), [0, 1], [1.0, np.inf]),
+         "invalid_argument", "an infinite frequency"),
+        ("negative_position", {}, _freq_x((1, 1, 2, 8), [0, -1], _plain(8)), "invalid_argument",
+         "a negative position"),
+        ("positions_wrong_length", {"x_layout": "BTHD"}, _freq_x((1, 2, 1, 8), [0, 1, 2], _plain(8)),
+         "invalid_shape", "positions of length 3 for T = 2"),
+        ("unknown_layout", {"layout": "neox"}, _freq_x((1, 1, 2, 8), [0, 1], _plain(8)), "invalid_argument",
+         "unknown layout"),
+        ("attention_factor_zero", {"attention_factor": 0.0}, _freq_x((1, 1, 2, 8), [0, 1], _plain(8)),
+         "invalid_argument", "attention_factor <= 0"),
+    ]))
+
+
+ROTATE_FREQ = OpRecord(
+    name="rope.rotate_freq",
+    family="rope",
+    function=rp.rope_rotate_freq,
+    inputs=("x", "positions", "inv_freq"),
+    outputs=(Output("y", "float64", "phase", _freq_phase, _freq_input_scale),),
+    params=(SCORE_LAYOUT, X_LAYOUT, Param("attention_factor", "float", 1.0,
+                                          doc="multiplies cos and sin (> 0), not the pass-through channels")),
+    summary="rotate q or k at caller-given inverse frequencies (MLX fast.rope freqs, a transformers inv_freq "
+            "buffer, vLLM)",
+    citation="MLX mx.fast.rope (freqs); " + CITATION,
+    cases=_rotate_freq_cases(),
+    position_inputs=("positions",),
+    # Note: inv_freq is not a value input: rounding it to float16 is the float16-angle bug class
+    value_inputs=("x",),
+)
+
+
 # --- rope.scores -----------------------------------------------------------------------------
 
 def _qk(shape_q: tuple[int, ...], shape_k: tuple[int, ...], qpos: Any, kpos: Any) -> Any:
@@ -455,4 +552,4 @@ SCORES = OpRecord(
 )
 
 
-RECORDS = (*SCALING_RECORDS, COS_SIN, APPLY, ROTATE, SCORES)
+RECORDS = (*SCALING_RECORDS, COS_SIN, APPLY, ROTATE, ROTATE_FREQ, SCORES)

@@ -78,15 +78,24 @@ def _pair_norms(x: NDArray[np.float64], space: int, layout: str) -> NDArray[np.f
     return out
 
 
-def _abs_rotated(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any]) -> NDArray[np.float64]:
+def _given(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> tuple[int, NDArray[np.float64],
+                                                                                   float]:
+    """``rope.rotate_freq``: the rotary width ``S = 2P``, the caller's frequencies and the factor."""
+    w = np.asarray(inputs["inv_freq"], dtype=np.float64)
+    return 2 * w.size, w, float(params["attention_factor"])
+
+
+def _abs_rotated(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any],
+                 given: tuple[int, NDArray[np.float64], float] | None = None) -> NDArray[np.float64]:
     """Per channel, ``sum |term|`` of the rotated value: ``a (|u| |cos| + |v| |sin|)``, ``|x|`` if not rotated.
 
-    Same shape and axis order as ``x``; pairs and output slots as :func:`posenc_ref.rope.rope_apply`.
+    Same shape and axis order as ``x``; pairs and output slots as :func:`posenc_ref.rope.rope_apply`;
+    ``given`` (:func:`_given`) replaces the case's frequencies and factor.
     """
     values = np.abs(np.asarray(x, dtype=np.float64))
-    space, w = _frequencies(values.shape[-1], params, "input_scale")
+    space, w = given[:2] if given else _frequencies(values.shape[-1], params, "input_scale")
     angle = rp._angles("input_scale", positions, w, values.shape, params["x_layout"], "positions")
-    factor = _factor(params, values.shape[-1])
+    factor = given[2] if given else _factor(params, values.shape[-1])
     cos, sin = factor * np.abs(_exact.cos(angle)), factor * np.abs(_exact.sin(angle))
     n, layout = space // 2, params["layout"]
     u, v = (values[..., :n], values[..., n:space]) if layout == "half" else (
@@ -102,6 +111,11 @@ def _abs_rotated(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[
 
 def _apply_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
     return _abs_rotated(params, inputs["x"], inputs["positions"])
+
+
+def _freq_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    """``rope.rotate_freq``: as ``rope.apply``'s, at the caller's frequencies (x the one value input)."""
+    return _abs_rotated(params, inputs["x"], inputs["positions"], _given(params, inputs))
 
 
 def _scores_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
@@ -125,9 +139,9 @@ def _scores_input_scale(params: Mapping[str, Any], inputs: Mapping[str, NDArray[
     return np.asarray(2.0 * (_exact.einsum("bhqkp->bhqk", pairs * weight) + rest), dtype=np.float64)
 
 
-def _angle_per_channel(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any]) -> tuple[
-        NDArray[np.float64], int]:
-    space, w = _frequencies(x.shape[-1], params, "phase")
+def _angle_per_channel(params: Mapping[str, Any], x: NDArray[Any], positions: NDArray[Any],
+                       given: tuple[int, NDArray[np.float64], float] | None = None) -> tuple[NDArray[np.float64], int]:
+    space, w = given[:2] if given else _frequencies(x.shape[-1], params, "phase")
     angle = np.abs(rp._angles("phase", positions, w, x.shape, params["x_layout"], "positions"))
     full = np.zeros(np.broadcast_shapes(angle.shape[:-1], x.shape[:-1]) + (x.shape[-1],))
     full[..., : space // 2] = angle
@@ -137,11 +151,24 @@ def _angle_per_channel(params: Mapping[str, Any], x: NDArray[Any], positions: ND
     return full, space
 
 
-def _apply_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+def _rotated_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
+                   given: tuple[int, NDArray[np.float64], float] | None = None) -> NDArray[np.float64]:
+    """``a |(u, v)| (1 + |p w|)`` per channel (module notes of the records); ``given`` as for
+    :func:`_abs_rotated`."""
     x = np.asarray(inputs["x"], dtype=np.float64)
-    angle, space = _angle_per_channel(params, x, inputs["positions"])
+    angle, space = _angle_per_channel(params, x, inputs["positions"], given)
     norms = _pair_norms(x, space, params["layout"])
-    return np.asarray(_factor(params, x.shape[-1]) * norms * (1.0 + angle), dtype=np.float64)
+    factor = given[2] if given else _factor(params, x.shape[-1])
+    return np.asarray(factor * norms * (1.0 + angle), dtype=np.float64)
+
+
+def _apply_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    return _rotated_phase(params, inputs)
+
+
+def _freq_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    """``rope.rotate_freq``: as ``rope.apply``'s, the angle ``p w`` from the caller's frequencies."""
+    return _rotated_phase(params, inputs, _given(params, inputs))
 
 
 def _pair_phase(params: Mapping[str, Any], x: NDArray[np.float64], positions: NDArray[Any]) -> tuple[

@@ -265,6 +265,20 @@ def _rotate_cached(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]
     return {"y": out}
 
 
+def _rotate_freq(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    """The caller's frequencies held in ``ct`` (a float32 buffer, as transformers keeps ``inv_freq``),
+    the angle in ``at``, the rotation in ``ct``."""
+    rope.rope_rotate_freq(inputs["x"], inputs["positions"], inputs["inv_freq"], **params)  # validation and errors
+    w: NDArray[Any] = np.asarray(inputs["inv_freq"]).astype(ct).astype(at)
+    pos: NDArray[Any] = np.asarray(inputs["positions"]).astype(at)
+    angle = pos.reshape(-1, pos.shape[-1])[..., None] * w  # (B|1, T, P) in the angle dtype
+    angle = angle[:, None] if params["x_layout"] == "BHTD" else angle[:, :, None]
+    x: NDArray[Any] = np.asarray(inputs["x"]).astype(ct)
+    rotated = rope._rotate(x, angle.astype(ct), 2 * w.size, params["layout"], float(params["attention_factor"]))
+    return {"y": rotated}
+
+
 def scores_lowp(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type,
                 q_sign: float = -1.0, freq_round: Round = _keep, position_round: Round = _keep) -> NDArray[Any]:
     """Scores in ``ct``; ``q_sign`` is the sign of the key power relative to the query's (xPos)."""
@@ -344,6 +358,7 @@ EMULATIONS: Final[dict[str, Emulation]] = {
     "rope.cos_sin": _cos_sin,
     "rope.apply": _apply,
     "rope.rotate": _rotate_cached,
+    "rope.rotate_freq": _rotate_freq,
     "rope.scores": _scores,
     "rope.xpos": _xpos,
     "rope.mrope_cos_sin": _mrope,
