@@ -31,7 +31,7 @@ def test_matrix_counts_headroom_and_diagnosis(tmp_path):
     page = out.read_text()
     assert page == render([json.loads(Path(p).read_text()) for p in paths], paths)  # no timings: reproducible
     row = next(line for line in page.splitlines() if line.startswith("| numpy-float32 | float32 | absolute | learned"))
-    assert row.split("|")[5:8] == [" 10 ", " 0 ", " 0 "]
+    assert row.split("|")[5:8] == [" 11 ", " 0 ", " 0 "]
     assert "**FAILED**" in page and "matches the reference under layout=" in page
     assert "| xfail | diagnosis: matches the reference under layout=" in page and "layout bug, fixed in 2.0" in page
 
