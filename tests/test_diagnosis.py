@@ -28,9 +28,11 @@ def test_the_catalogue_is_named_at_90_percent():
 
 # attention fits (issue 18 item 1): scale, window edge, GQA head mapping
 ATTENTION_FITS = ("missing-inverse-sqrt-d", "gqa-modulo", "window-edge-off-by-one")
+# rotation fits: the base read back from rope.apply's rotated vectors
+ROTATION_FITS = ("rope-theta-ignored",)
 
 
-@pytest.mark.parametrize("name", DONE_WHEN + ATTENTION_FITS)
+@pytest.mark.parametrize("name", DONE_WHEN + ATTENTION_FITS + ROTATION_FITS)
 def test_each_done_when_failure_is_named(name):
     s = score(name)
     assert s.failing and s.named == s.failing, s.missed
@@ -191,3 +193,164 @@ def test_an_offset_below_zero_is_not_tried():
     labels = [h[0] for h in diagnosis.hypotheses(op, op.full_params(case.params), case.make_inputs(), {}, "float64")]
     assert any("positions + 8" in label for label in labels)
     assert not any("positions - 2" in label or "positions - 8" in label for label in labels)
+
+
+# fitted parameters of the rotations (issue 18 item 1): the failing outputs are the reference at changed params
+def _apply_case(case_id):
+    op = get_op("rope.apply")
+    case = next(c for c in op.cases if c.id == case_id)
+    return op, op.full_params(case.params), case.make_inputs()
+
+
+def _plain(params):
+    """The case's rotation (layouts, rotary part, the op's attention factor) with no scaling."""
+    return {**params, **rope.SCALING}
+
+
+@pytest.mark.parametrize("case_id", ["rope.apply.half.long.d64", "rope.apply.proportional.d96.rotary24",
+                                     "rope.apply.interleaved_to_half.rotary32.d64", "rope.apply.bthd.batch_positions",
+                                     "rope.apply.dynamic.d128.L8192.long", "rope.apply.yarn.d128.s16.long"])
+def test_apply_linear_factor_is_fitted(case_id):
+    """Linear 2.6 where the case says default, dynamic or YaRN: a uniform rescale of the plain frequencies."""
+    op, params, inputs = _apply_case(case_id)
+    actual = op.call({**_plain(params), "rope_type": "linear", "factor": 2.6}, inputs)
+    found = diagnosis.diagnose(op, params, inputs, actual, "float64")
+    assert "matches rope_type='linear' with factor 2.6 (fitted)" in found
+
+
+@pytest.mark.parametrize("case_id", ["rope.apply.half.long.d64", "rope.apply.prefix.interleaved.d96.rotary48",
+                                     "rope.apply.bthd.long.d32"])
+def test_apply_base_is_fitted(case_id):
+    op, params, inputs = _apply_case(case_id)
+    actual = op.call({**params, "base": 5e5}, inputs)
+    found = diagnosis.diagnose(op, params, inputs, actual, "float64")
+    assert "matches rope_type='default' with base 500000 (fitted)" in found
+
+
+def test_apply_base_of_a_scaled_case_is_fitted():
+    """rope_theta ignored under Llama 3 scaling: the same scaling at the fitted base."""
+    op, params, inputs = _apply_case("rope.apply.llama3.d128.base500000.long")
+    actual = op.call({**params, "base": 10000.0}, inputs)
+    assert "matches the reference with base 10000 (fitted)" in diagnosis.diagnose(op, params, inputs, actual,
+                                                                                   "float64")
+
+
+@pytest.mark.parametrize("case_id", ["rope.apply.half.long.d64", "rope.apply.prefix.half.d96.rotary24.attention_factor",
+                                     "rope.apply.yarn.d128.s16.long"])
+def test_apply_attention_factor_is_fitted(case_id):
+    op, params, inputs = _apply_case(case_id)
+    actual = op.call({**params, "attention_factor": 1.2}, inputs)
+    found = diagnosis.diagnose(op, params, inputs, actual, "float64")
+    assert "matches the reference with attention_factor 1.2 (fitted)" in found
+
+
+def test_a_missing_yarn_factor_in_the_rotation_is_fitted():
+    op, params, inputs = _apply_case("rope.apply.yarn.d128.s16.long")
+    actual = op.call({**params, "scaling_attention_factor": 1.0}, inputs)
+    found = diagnosis.diagnose(op, params, inputs, actual, "float64")
+    assert "matches the reference with scaling_attention_factor 1 (fitted)" in found
+
+
+def _cos_sin_case(case_id):
+    op = get_op("rope.cos_sin")
+    case = next(c for c in op.cases if c.id == case_id)
+    return op, op.full_params(case.params), case.make_inputs()
+
+
+@pytest.mark.parametrize("case_id", ["rope.cos_sin.d64.base10000.long", "rope.cos_sin.full_interleaved.d32.long",
+                                     "rope.cos_sin.positions_2d_repeated", "rope.cos_sin.yarn_attention_factor_folded"])
+def test_cos_sin_fits(case_id):
+    """Position interpolation by 2.6 (also on YaRN frequencies), a wrong base, a wrong factor."""
+    op, params, inputs = _cos_sin_case(case_id)
+    w = np.asarray(inputs["inv_freq"])
+    linear = op.call(params, {**inputs, "inv_freq": w / 2.6})  # every angle p w / 2.6
+    assert "matches rope_type='linear' with factor 2.6 (fitted)" in diagnosis.diagnose(op, params, inputs, linear,
+                                                                                        "float64")
+    based = op.call(params, {**inputs, "inv_freq": rope_scaling.rope_inv_freq(dim=2 * w.size, base=31234.5)[0]})
+    assert "matches rope_type='default' with base 31234.5 (fitted)" in diagnosis.diagnose(op, params, inputs, based,
+                                                                                           "float64")
+    scaled = op.call({**params, "attention_factor": 1.2}, inputs)
+    assert "matches the reference with attention_factor 1.2 (fitted)" in diagnosis.diagnose(op, params, inputs, scaled,
+                                                                                             "float64")
+
+
+def test_the_shortest_matching_rounding_is_reported_once():
+    op, params, inputs = _apply_case("rope.apply.half.d64.base10000")
+    actual = op.call({**params, "attention_factor": 1.25}, inputs)
+    found = [line for line in diagnosis.diagnose(op, params, inputs, actual, "float64") if "(fitted)" in line]
+    assert found == ["matches the reference with attention_factor 1.25 (fitted)"]
+
+
+@pytest.mark.parametrize(("op_name", "case_id"), [("rope.apply", "rope.apply.half.long.d64"),
+                                                  ("rope.apply", "rope.apply.yarn.d128.s16.long"),
+                                                  ("rope.cos_sin", "rope.cos_sin.d64.base10000.long")])
+def test_random_output_gets_no_fitted_label(op_name, case_id):
+    op = get_op(op_name)
+    case = next(c for c in op.cases if c.id == case_id)
+    params, inputs = op.full_params(case.params), case.make_inputs()
+    rng = np.random.default_rng(3)
+    actual = {name: rng.normal(size=np.shape(value)) for name, value in op.call(params, inputs).items()}
+    found = diagnosis.diagnose(op, params, inputs, actual, "float64")
+    assert len(found) == 1 and found[0].startswith(diagnosis.UNEXPLAINED)
+    labels = [h[0] for h in diagnosis.hypotheses(op, params, inputs, actual, "float64")]
+    assert len(labels) <= diagnosis.MAX_HYPOTHESES
+
+
+def test_fits_never_raise():
+    """Wrong shapes, NaN and zeros are skipped (no fitted hypothesis), never raised."""
+    op, params, inputs = _apply_case("rope.apply.half.long.d64")
+    for bad in (np.zeros((1, 2)), np.full(np.shape(inputs["x"]), np.nan), np.zeros(np.shape(inputs["x"]))):
+        labels = [h[0] for h in diagnosis.hypotheses(op, params, inputs, {"y": bad}, "float64")]
+        assert not any("(fitted)" in label for label in labels)
+
+
+def _scores_case(case_id):
+    op = get_op("rope.scores")
+    case = next(c for c in op.cases if c.id == case_id)
+    return op, op.full_params(case.params), case.make_inputs()
+
+
+@pytest.mark.parametrize("case_id", ["rope.scores.half.d64", "rope.scores.long.offsets_near_1e6",
+                                     "rope.scores.prefix.d96.rotary24", "rope.scores.llama3.d128.long"])
+def test_scores_fits(case_id):
+    """Linear 2.6, a wrong base, a wrong attention factor: the scores at changed params, searched."""
+    op, params, inputs = _scores_case(case_id)
+    named = params["rope_type"] != "default"
+    linear = op.call({**_plain(params), "rope_type": "linear", "factor": 2.6}, inputs)
+    assert "matches rope_type='linear' with factor 2.6 (fitted)" in diagnosis.diagnose(op, params, inputs, linear,
+                                                                                        "float64")
+    base = 31234.5 if params["base"] == 5e5 else 5e5
+    based = op.call({**params, "base": base}, inputs)
+    reading = "the reference" if named else "rope_type='default'"
+    label = f"matches {reading} with base {base:.6g} (fitted)"
+    assert label in diagnosis.diagnose(op, params, inputs, based, "float64")
+    scaled = op.call({**params, "attention_factor": 1.2}, inputs)
+    assert "matches the reference with attention_factor 1.2 (fitted)" in diagnosis.diagnose(op, params, inputs, scaled,
+                                                                                             "float64")
+
+
+def test_scores_yarn_factor_is_fitted():
+    op, params, inputs = _scores_case("rope.scores.yarn.gpt_oss.truncate_false.d64.long")
+    actual = op.call({**params, "scaling_attention_factor": 1.0}, inputs)
+    found = diagnosis.diagnose(op, params, inputs, actual, "float64")
+    assert "matches the reference with scaling_attention_factor 1 (fitted)" in found
+
+
+@pytest.mark.parametrize("case_id", ["rope.scores.half.d64", "rope.scores.llama3.d128.long",
+                                     "rope.scores.prefix.d96.rotary24"])
+def test_random_scores_get_no_fitted_hypothesis(case_id):
+    op, params, inputs = _scores_case(case_id)
+    rng = np.random.default_rng(3)
+    actual = {"scores": rng.normal(size=np.shape(op.call(params, inputs)["scores"]))}
+    labels = [h[0] for h in diagnosis.hypotheses(op, params, inputs, actual, "float64")]
+    assert not any("(fitted)" in label for label in labels)
+    found = diagnosis.diagnose(op, params, inputs, actual, "float64")
+    assert len(found) == 1 and found[0].startswith(diagnosis.UNEXPLAINED)
+
+
+def test_scores_fits_never_raise():
+    op, params, inputs = _scores_case("rope.scores.half.d64")
+    shape = np.shape(op.call(params, inputs)["scores"])
+    for bad in (np.zeros((1, 2)), np.full(shape, np.nan), np.zeros(shape), np.full(shape, 1e300)):
+        labels = [h[0] for h in diagnosis.hypotheses(op, params, inputs, {"scores": bad}, "float64")]
+        assert not any("(fitted)" in label for label in labels)

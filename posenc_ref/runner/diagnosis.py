@@ -13,8 +13,19 @@ output within tolerance:
   mscale_all_dim or 0)``), an explicit ``attention_factor`` honoured or not, and beta 0 read
   literally instead of as the default; the bundle ``yarn_convention='vllm_deepseek'`` stays a
   named alias. LongRoPE: which factor set; dynamic NTK: which length;
-* fitted continuous parameters of ``rope.inv_freq``: a uniform frequency scale ("matches
-  rope_type='linear' with factor 2.60 (fitted)"), a base, an attention factor;
+* fitted continuous parameters (:mod:`posenc_ref.runner.diagnosis_fit`) of ``rope.inv_freq``
+  (from the frequencies returned), ``rope.cos_sin`` and ``rope.apply`` (from the per-pair
+  angles and gains of the tables or the rotated vectors, at the smallest positive positions):
+  a uniform scale of the plain frequencies ("matches rope_type='linear' with factor 2.6
+  (fitted)", also for a case already scaled, e.g. dynamic NTK read as a uniform rescale), a
+  base ("matches rope_type='default' with base 500000 (fitted)"; for a scaled ``rope.apply``
+  case also "matches the reference with base 10000 (fitted)"), an attention factor ("matches
+  the reference with attention_factor 1.2 (fitted)"; ``scaling_attention_factor`` for YaRN and
+  LongRoPE). Each value is tried rounded to 3, 4 and 6 significant digits and as fitted, and
+  the shortest that matches is reported. ``rope.scores`` (a score sums the pairs, so their
+  angles do not separate): the attention factor from the scores' ratio to the reference, the
+  scale and the base by a bounded search on ``log s`` / ``log base`` (a grid, then
+  golden-section steps at growing offsets ``|m - n|``) with the reference function;
 * positions shifted by +1 and -1 for each position input; a shift below 0 is evaluated by the
   formula (``rope.cos_sin`` by the angle-addition identity, ``rope.apply`` through the
   inverse of the rotation at position 1), not rejected;
@@ -32,9 +43,10 @@ answer is one ``unexplained: ...`` line naming the closest candidate and its res
 :func:`group_failures` condenses a run's failures into one line per explanation (the terminal
 summary prints it under each adapter's verdict).
 
-The search is bounded: at most :data:`~posenc_ref.runner.diagnosis_hypotheses.MAX_HYPOTHESES` recomputations of the case (singles and
-pairs together), in a fixed order, so the same failure always gets the same answer; ``benchmarks/bench_diagnosis.py``
-measures the time per failing output (well under 1 s on the corpus).
+The search is bounded: at most :data:`~posenc_ref.runner.diagnosis_hypotheses.MAX_HYPOTHESES`
+recomputations of the case (singles and pairs together), in a fixed order, so the same failure
+always gets the same answer; ``benchmarks/bench_diagnosis.py`` measures the time per failing
+output (under 1 s on the corpus).
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.errors import SpecError
 from posenc_ref.opspec import OpRecord, Output
+from posenc_ref.runner._diagnosis_fit_values import fit_key
 from posenc_ref.runner.diagnosis_hypotheses import MAX_HYPOTHESES, Outputs, hypotheses, pair_hypotheses
 from posenc_ref.tolerance import Comparison, Dtype, compare, policy
 
@@ -143,6 +156,7 @@ def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArr
     params = op.full_params(params)
     found: list[str] = []
     closest: tuple[float, str] | None = None
+    fits: set[str | None] = set()  # a fit's shortest matching rounding is reported, its longer ones not
     try:
         reference = op.call(params, inputs)
     except (SpecError, ValueError, TypeError):
@@ -159,8 +173,9 @@ def diagnose(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArr
         except (SpecError, ValueError, TypeError, FloatingPointError, KeyError, OverflowError, ZeroDivisionError):
             continue
         matched, residual = _judge(op, candidate, failing, cparams, cinputs, judge or dtype, passing)
-        if matched and label not in found:
+        if matched and label not in found and (fit_key(label) is None or fit_key(label) not in fits):
             found.append(label)
+            fits.add(fit_key(label))
         elif not matched and judge is None and (closest is None or residual < closest[0]):
             closest = (residual, label)
     lines = _integer_lines(op, params, inputs, failing)

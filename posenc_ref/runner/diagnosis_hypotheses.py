@@ -2,13 +2,13 @@
 
 Each hypothesis is a recomputation of the failing case under one changed reading: another value
 of a discrete parameter, a pair of slips, YaRN's bundle unbundled, a fitted continuous
-parameter, shifted positions, a narrower precision. :func:`hypotheses` lists the singles and
-:func:`pair_hypotheses` the pairs, in a fixed order and at most :data:`MAX_HYPOTHESES` together.
+parameter (:mod:`posenc_ref.runner.diagnosis_fit`), shifted positions, a narrower precision.
+:func:`hypotheses` lists the singles and :func:`pair_hypotheses` the pairs, in a fixed order and
+at most :data:`MAX_HYPOTHESES` together.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
@@ -16,8 +16,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope_scaling
-from posenc_ref.errors import SpecError
 from posenc_ref.opspec import REQUIRED, OpRecord
+from posenc_ref.runner.diagnosis_fit import fitted
 from posenc_ref.runner.emulation import EMULATIONS, emulate
 from posenc_ref.runner.emulation import attention as attention_emulation
 from posenc_ref.runner.emulation import rope as rope_emulation
@@ -117,35 +117,6 @@ def _rope_scaling_choices(op: OpRecord, params: Mapping[str, Any]) -> Iterator[t
         if int(params["context_length"]) != trained:
             yield (f"dynamic NTK at the trained length: matches the reference with context_length={trained}"
                    ), {**params, "context_length": trained}
-
-
-def _fitted(op: OpRecord, params: Mapping[str, Any], failing: Mapping[str, NDArray[Any]]) -> Iterator[
-        tuple[str, dict[str, Any]]]:
-    """Continuous parameters of ``rope.inv_freq`` fitted to the actual frequencies."""
-    if op.name != "rope.inv_freq" or "dim" not in params:
-        return
-    dim, base = int(params["dim"]), float(params.get("base", 10000.0))
-    if "inv_freq" in failing:
-        actual = np.asarray(failing["inv_freq"], dtype=np.float64)
-        try:
-            plain = rope_scaling.rope_inv_freq(dim=dim, base=base)[0]
-        except SpecError:
-            return
-        usable = np.isfinite(actual) & (actual > 0)
-        if usable.sum() >= 2 and actual.shape == plain.shape:
-            factor = float(np.median(plain[usable] / actual[usable]))
-            if factor >= 1.0:
-                yield (f"matches rope_type='linear' with factor {factor:.4g} (fitted)",
-                       {"dim": dim, "base": base, "rope_type": "linear", "factor": factor})
-            exponent = 2.0 * np.arange(dim // 2)[usable] / dim
-            if exponent.any():
-                fitted = float(math.exp(-np.sum(np.log(actual[usable]) * exponent) / np.sum(exponent**2)))
-                yield f"matches rope_type='default' with base {fitted:.6g} (fitted)", {"dim": dim, "base": fitted}
-    if "attention_factor" in failing and params.get("rope_type") in ("yarn", "longrope"):
-        value = float(np.asarray(failing["attention_factor"]).ravel()[0])
-        if math.isfinite(value) and value > 0:
-            yield (f"matches the reference with attention_factor {value:.6g} (fitted)",
-                   {**params, "attention_factor": value})
 
 
 def _shift_below_zero(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]],
@@ -302,8 +273,8 @@ def hypotheses(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDA
     found += list(_attention(op, params, inputs))
     found += list(_precision(op, params, inputs, dtype))
     found += list(_rope_apply_slips(op, params, inputs))
-    for label, changed in _fitted(op, params, failing):
-        found.append((label, _call(op, changed, inputs), changed, inputs, None))
+    for label, changed, cinputs in fitted(op, params, inputs, failing):
+        found.append((label, _call(op, changed, cinputs), changed, cinputs, None))
     found += list(_offsets(op, params, inputs))
     return found[:MAX_HYPOTHESES]
 

@@ -8,7 +8,7 @@ from typing import Any, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref import rope_scaling, rope_variants
+from posenc_ref import rope, rope_scaling, rope_variants
 from posenc_ref.registry import get_op
 from posenc_ref.runner.emulation import emulate, round_bfloat16
 from posenc_ref.runner.emulation import rope as emu
@@ -128,12 +128,24 @@ def _positions_plus_one(op: str, params: Mapping[str, Any], inputs: Mapping[str,
 
 
 def _dynamic_as_linear(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    if op == "rope.apply":
+        if params.get("rope_type") != "dynamic":
+            return get_op(op).call(params, inputs)
+        head = np.shape(inputs["x"])[-1]
+        d = head if params.get("rotary_dim") is None or params.get("partial") == "proportional" else int(
+            params["rotary_dim"])
+        linear = {**params, **rope.SCALING, "rope_type": "linear", "factor": float(params["factor"]) ** (d / (d - 2))}
+        return get_op(op).call(linear, inputs)  # the bug: a uniform rescale, whatever the context length
     w, factor_a, softmax = rope_scaling.rope_inv_freq(**params)
     if params["rope_type"] != "dynamic":
         return w, factor_a, softmax
     d = int(params["dim"])
     plain = rope_scaling.rope_inv_freq(dim=d, base=params["base"])[0]
     return plain / float(params["factor"]) ** (d / (d - 2)), factor_a, softmax  # the bug: a uniform rescale
+
+
+def _theta_ignored(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
+    return get_op(op).call({**params, "base": 10000.0}, inputs)  # the bug: rope_theta never read
 
 
 def _longrope_always_long(op: str, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Any:
@@ -217,7 +229,7 @@ def _yarn_mscale_unset_as_one(op: str, params: Mapping[str, Any], inputs: Mappin
 
 MUTANTS: Final[tuple[Mutant, ...]] = (
     Mutant("rope-layout-swapped", "half-split (rotate_half) and interleaved pairs exchanged",
-           "huggingface/transformers#25199; keras-team/keras-hub#1416", (*_ROTATING, "rope.rotate"),
+           "huggingface/transformers#25199; keras-team/keras-hub#1416", (*_ROTATING, "rope.rotate", "rope.rotate_freq"),
            with_params(swap("layout", {"half": "interleaved", "interleaved": "half", "interleaved_to_half": "half"})),
            diagnosis="layout="),
     Mutant("rope-bf16-inv-freq", "inverse frequencies rounded to bfloat16 before the phase product",
@@ -247,10 +259,12 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            "ggml-org/llama.cpp#8995; microsoft/onnxruntime-genai#1161", ("rope.longrope_inv_freq",),
            _longrope_switch_at_threshold),
     Mutant("rope-positions-off-by-one", "positions start at 1 (position_ids = cumsum(mask) instead of - 1)",
-           "huggingface/transformers generation position_ids", ("rope.apply", "rope.cos_sin"), _positions_plus_one,
+           "huggingface/transformers generation position_ids", ("rope.apply", "rope.cos_sin", "rope.rotate_freq"),
+           _positions_plus_one,
            diagnosis="positions + 1"),
     Mutant("rope-dynamic-as-linear-rescale", "dynamic NTK as a uniform rescale of every frequency by s^(d/(d-2))",
-           "keras-team/keras-hub RotaryEmbedding scaling 'dynamic'", ("rope.inv_freq",), _dynamic_as_linear,
+           "keras-team/keras-hub RotaryEmbedding scaling 'dynamic'", ("rope.inv_freq", "rope.apply"),
+           _dynamic_as_linear,
            diagnosis="rope_type='linear' with factor"),
     Mutant("rope-longrope-always-long", "LongRoPE long factors at every context length",
            "ml-explore/mlx-lm SuScaledRoPE", ("rope.longrope_inv_freq",), _longrope_always_long,
@@ -281,4 +295,7 @@ MUTANTS: Final[tuple[Mutant, ...]] = (
            "so the ratio g(s, 1) / g(s, mscale_all_dim) is used where transformers uses g(s, 1)",
            "ports that default mscale to 1 before transformers' `if mscale and mscale_all_dim` test",
            ("rope.inv_freq",), _yarn_mscale_unset_as_one, diagnosis="vLLM DeepSeek mscale rule"),
+    Mutant("rope-theta-ignored", "rope_theta never read: the rotation at base 10000 whatever the case's base",
+           "huggingface/candle#3746 (Yi); sgl-project/SpecForge#265; young-geng/EasyLM#117", ("rope.apply",),
+           _theta_ignored, diagnosis="with base 10000 (fitted)"),
 )
