@@ -16,7 +16,7 @@ from posenc_ref.alibi import alibi_bias
 from posenc_ref.attention import ALIGNMENTS, attention
 from posenc_ref.attention_positional import rope_qk, shaw_terms, xl_terms
 from posenc_ref.opspec import Case, OpRecord, Output, Param
-from posenc_ref.scales.attention import rope_output_scale, rope_weights_scale
+from posenc_ref.scales.attention import _rope_output_scale, _rope_weights_scale
 from posenc_ref.shaw import check_self_attention_positions
 from posenc_ref.t5 import t5_bias
 
@@ -101,8 +101,8 @@ ROPE = OpRecord(
     family="attention",
     function=attention_rope_case,
     inputs=_ARGS,
-    outputs=(Output("output", "float64", "normwise", rope_output_scale),
-             Output("weights", "float64", "normwise", rope_weights_scale)),
+    outputs=(Output("output", "float64", "normwise", _rope_output_scale),
+             Output("weights", "float64", "normwise", _rope_weights_scale)),
     params=(
         Param("base", "float", 10000.0, doc="rope_theta"),
         Param("layout", "str", "half", ("half", "interleaved"),

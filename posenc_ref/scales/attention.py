@@ -75,13 +75,13 @@ def _weights_and_logit_scale(params: Mapping[str, Any], inputs: Inputs) -> tuple
     return weights, d * abs(p.scale), va
 
 
-def rope_weights_scale(params: Mapping[str, Any], inputs: Inputs) -> F64:
+def _rope_weights_scale(params: Mapping[str, Any], inputs: Inputs) -> F64:
     """The carried phase scale ``m`` of the weights: ``w_ij (D_ij + sum_l w_il D_il)``."""
     weights, d, _ = _weights_and_logit_scale(params, inputs)
     return np.asarray(weights * (d + _exact.einsum("bhil->bhi", weights * d)[..., None]), dtype=np.float64)
 
 
-def rope_output_scale(params: Mapping[str, Any], inputs: Inputs) -> F64:
+def _rope_output_scale(params: Mapping[str, Any], inputs: Inputs) -> F64:
     """The carried phase scale ``m`` of the outputs: ``sum_j m^w_ij |v_j|``."""
     weights, d, va = _weights_and_logit_scale(params, inputs)
     moved = weights * (d + _exact.einsum("bhil->bhi", weights * d)[..., None])
