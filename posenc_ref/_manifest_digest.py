@@ -3,4 +3,4 @@
 Written by ``posenc-ref golden generate`` (:func:`posenc_ref.corpus.record_shipped_digest`); never edit by hand.
 """
 
-MANIFEST_SHA256 = "f10d545cafd5c92b4fab859f753e2b8889ca9a56598b612b4b62d1aab9369157"
+MANIFEST_SHA256 = "b90481059cfde13a2c5ac899cdfb298b4034770f9aad2b62fd67722e5d7f4abd"

@@ -98,8 +98,20 @@ def test_cases_outside_the_harness_are_not_applicable_with_a_reason() -> None:
     assert ADAPTER.supports_model(LLAMA31) is True
     reason = ADAPTER.supports_model({"model_type": "t5"})
     assert isinstance(reason, str) and "t5" in reason
-    reason = ADAPTER.supports_model({"model_type": "xlnet"}, op="model.alibi")
-    assert isinstance(reason, str) and "model.alibi" in reason and "xlnet" in reason
+    reason = ADAPTER.supports_model({"model_type": "reformer"}, op="model.alibi")
+    assert isinstance(reason, str) and "model.alibi" in reason and "reformer" in reason
+
+
+def test_xlnet_rows_come_from_the_models_own_relative_encoding() -> None:
+    from posenc_ref.models.compute import model_transformer_xl
+    config = {"model_type": "xlnet", "d_model": 16, "n_head": 2, "n_layer": 2, "attn_type": "bi", "clamp_len": 6}
+    distances = np.array([-9, -6, -1, 0, 3, 7, 40])
+    out = ADAPTER.run_model(config, 1, {"distances": distances}, op="model.transformer_xl", context_length=None)
+    expected = model_transformer_xl(distances, config=config, layer=1)  # clamped to [-6, 6]
+    np.testing.assert_allclose(out["embedding"], expected, rtol=0, atol=2e-6)
+    with pytest.raises(IndexError, match="builds rows"):
+        ADAPTER.run_model({**config, "attn_type": "uni"}, 0, {"distances": np.array([-1, 0])},
+                          op="model.transformer_xl", context_length=None)
 
 
 def test_a_layer_of_another_scheme_is_rejected() -> None:

@@ -222,6 +222,31 @@ def test_alibi_t5_deberta_and_learned_offsets():
     assert (whisper[0].scheme, whisper[12].scheme) == ("sinusoidal", "learned")
 
 
+def test_xlnet_rows_span_the_model_width_and_follow_attn_type_and_clamp_len():
+    config = get("xlnet-base-cased").config
+    xl = layers("xlnet-base-cased")
+    assert {(lp.scheme, lp.kind, lp.head_dim, lp.logit_scale) for lp in xl} == {
+        ("transformer_xl", "bi_attention", 64, 0.125)}
+    assert xl[0].params == {"dim": 768, "base": 10000.0, "clamp_len": 0, "attn_type": "bi"}
+    rows = compute.model_transformer_xl(np.array([-3, 0, 5]), config=config, layer=11)
+    w = 10000.0 ** -(np.arange(0, 768, 2) / 768)  # over d_model = 768, not the head width 64
+    for row, delta in zip(rows, (-3, 0, 5)):
+        np.testing.assert_allclose(row, np.concatenate([np.sin(delta * w), np.cos(delta * w)]), rtol=0, atol=1e-15)
+    small = {"model_type": "xlnet", "d_model": 8, "n_head": 2, "n_layer": 1, "attn_type": "uni", "clamp_len": 4}
+    clamped = compute.model_transformer_xl(np.array([4, 9, 1000]), config=small, layer=0)
+    np.testing.assert_array_equal(clamped[1:], clamped[[0, 0]])  # every distance past 4 reads R_4
+    with pytest.raises(SpecError, match="distances >= 0 only") as info:
+        compute.model_transformer_xl(np.array([-1]), config=small, layer=0)
+    assert info.value.category == "out_of_range"
+    assert resolve(small).provenance.defaulted == {"bi_data": False}
+    for bad, match in (({"d_head": 5}, "d_head=5 must equal d_model // n_head = 4"),
+                       ({"attn_type": "both"}, "attn_type must be 'bi' or 'uni'"),
+                       ({"bi_data": True}, "bi_data=True"), ({"clamp_len": 2.5}, "clamp_len must be an integer"),
+                       ({"n_head": 3}, "d_model=8 must be a multiple of n_head=3")):
+        with pytest.raises(SpecError, match=match):
+            resolve({**small, **bad})
+
+
 def test_llama3_with_equal_band_factors_is_a_step():
     config = {**LLAMA, "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
                                         "high_freq_factor": 1.0, "original_max_position_embeddings": 8192}}

@@ -25,13 +25,14 @@ transformers computes it inline in the attention forward.
 
 Covered: the ``model.rope`` and ``model.nope`` ops for the model types in :data:`ROTATION`
 (GPT-J's sin|cos table and Qwen2-VL / Qwen3-VL MRoPE included), and ``model.alibi``,
-``model.t5``, ``model.deberta``, ``model.learned`` and ``model.sinusoidal`` for the model types in
+``model.t5``, ``model.deberta``, ``model.learned``, ``model.sinusoidal`` and ``model.transformer_xl``
+(XLNet) for the model types in
 ``engine_transformers_tables.BUILT`` (that module says which function each one calls). A layer
 of another scheme (a Llama config given to ``model.alibi``) is rejected with ``ValueError``; a
 model type the harness does not build is ``not_applicable`` with the reason. Computes in float32
 (transformers forces float32 for cos/sin).
 
-    posenc-ref conformance conformance/adapters/engine_transformers.py:ADAPTER --ops model.
+    posenc-ref conformance conformance/adapters/engine_transformers.py:ADAPTER --op 'model.*'
 """
 
 from __future__ import annotations

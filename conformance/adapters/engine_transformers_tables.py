@@ -28,6 +28,11 @@ weights) and calls the modeling file's own code on it, as the model's forward do
   read through the model's own embedding module whose row ``r`` holds ``r``; a position past the
   table makes the engine's lookup raise ``IndexError``. ViT / DINOv2 add their
   ``position_embeddings`` parameter whole (one row per token, [CLS] first): row ``p`` of it.
+* XLNet: the model's ``relative_positional_encoding(qlen, klen)`` (its ``attn_type``, ``clamp_len``
+  and ``bi_data`` read from the config), which holds one row per distance ``klen, klen - 1, ...``
+  down to ``-qlen + 1`` (``"bi"``) or 0 (``"uni"``); the row of distance ``delta`` is row
+  ``klen - delta``, with ``klen`` and ``qlen`` the smallest that hold every asked distance. A
+  negative distance on a ``"uni"`` model is outside what it builds: ``IndexError``.
 * sinusoidal: Whisper's encoder table (``sinusoids(*embed_positions.weight.shape)``, as its
   ``_init_weights`` fills it), Marian's ``create_weight()`` then its forward, M2M100's
   ``make_weights`` then its forward on non-padding tokens.
@@ -44,13 +49,14 @@ from typing import Any
 
 import numpy as np
 
-OPS = ("model.alibi", "model.t5", "model.deberta", "model.learned", "model.sinusoidal")
+OPS = ("model.alibi", "model.t5", "model.deberta", "model.learned", "model.sinusoidal", "model.transformer_xl")
 BUILT: dict[str, tuple[str, ...]] = {
     "model.alibi": ("bloom", "mpt", "falcon"),
     "model.t5": ("t5", "mt5"),
     "model.deberta": ("deberta-v2",),
     "model.learned": ("bert", "roberta", "gpt2", "opt", "bart", "whisper", "vit", "dinov2"),
     "model.sinusoidal": ("whisper", "marian", "m2m_100"),
+    "model.transformer_xl": ("xlnet",),
 }
 """op -> the model types whose position module the harness builds for it."""
 KNOWN = frozenset(t for types in BUILT.values() for t in types)
@@ -241,6 +247,21 @@ def sinusoidal(model: Any, module: Any, model_type: str, layer: int, inputs: Map
     return {"embedding": embedding.double().numpy()}
 
 
+# --- XLNet relative rows -----------------------------------------------------------------------
+
+def transformer_xl(model: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    distances = np.asarray(inputs["distances"], dtype=np.int64)
+    klen = max(int(distances.max()), 1)
+    qlen = max(1 - int(distances.min()), 1)
+    with _torch().no_grad():
+        rows = model.relative_positional_encoding(qlen, klen, bsz=None)[:, 0, :]  # (klen + qlen or klen + 1, d)
+    index = klen - distances
+    if int(index.max()) >= rows.shape[0]:
+        raise IndexError(f"distance {int(distances.min())}: XLNet attn_type={model.attn_type!r} builds rows "
+                         f"for distances {klen} down to {klen - rows.shape[0] + 1} only")
+    return {"embedding": rows[_torch().tensor(index)].double().numpy()}
+
+
 def run(op: str, model: Any, module: Any, model_type: str, layer: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """The outputs of a bias / table model op, computed by the modules of ``model``."""
     if model_type in KNOWN and model_type not in BUILT[op]:
@@ -255,4 +276,6 @@ def run(op: str, model: Any, module: Any, model_type: str, layer: int, inputs: M
         return deberta(model, layer, inputs)
     if op == "model.learned":
         return learned(model, model_type, layer, inputs)
+    if op == "model.transformer_xl":
+        return transformer_xl(model, inputs)
     return sinusoidal(model, module, model_type, layer, inputs)

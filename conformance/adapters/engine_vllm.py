@@ -64,6 +64,7 @@ _NO_MODULE = {
     "model.sinusoidal": "vLLM 0.32 has no Marian or M2M100 model class; its Whisper encoder fills its table with "
                         "transformers' own sinusoids (imported from transformers.models.whisper.modeling_whisper), "
                         "checked by engine_transformers.py",
+    "model.transformer_xl": "vLLM 0.32 has no XLNet model class (no Transformer-XL relative rows)",
 }
 """Model ops vLLM has no layer for, with the reason (those cases are not_applicable)."""
 _POSITION_MODULE = re.compile(r"(^|\.)(embed_positions|wpe|position_embeddings)$")

@@ -80,6 +80,11 @@ _FALCON_RW_COPIES = (
     "true, hidden_size 2048, num_attention_heads 32, num_hidden_layers 24, multi_query false, "
     "new_decoder_architecture false; the model card and keras-team/keras-hub "
     "keras_hub/src/models/falcon/falcon_presets.py (falcon_refinedweb_1b_en) give 24 layers")
+_XLNET_COPIES = (
+    "mmm587/DEMSA@b251ad43ae55347f66e537df4be448c0d81d272b xlnet-base-cased/config.json and "
+    "zaidhassanch/gector@242aa88a2fc83c41390b155d2566f0d423f2fd5c pretrained_models/xlnet-base-cased/config.json "
+    "(an earlier format: n_token, no model_type) agree on every position key: d_model 768, n_head 12, d_head 64, "
+    "n_layer 12, attn_type 'bi', bi_data false, clamp_len -1, mem_len null, same_length false")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
@@ -232,6 +237,9 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("dinov2-base", "dinov2", "facebook/dinov2-base", {
         "model_type": "dinov2", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "image_size": 518, "patch_size": 14}, _CANON),
+    _entry("xlnet-base-cased", "xlnet", "xlnet/xlnet-base-cased", {
+        "model_type": "xlnet", "d_model": 768, "n_head": 12, "d_head": 64, "n_layer": 12, "attn_type": "bi",
+        "bi_data": False, "clamp_len": -1, "mem_len": None, "same_length": False}, _COPY, copies=_XLNET_COPIES),
     _entry("deberta-v3-base", "deberta-v2", "microsoft/deberta-v3-base", {
         "model_type": "deberta-v2", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "max_position_embeddings": 512, "relative_attention": True, "max_relative_positions": -1,

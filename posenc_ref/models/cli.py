@@ -33,7 +33,9 @@ def add_model_parser(sub: Any) -> argparse.ArgumentParser:
     show.add_argument("model", metavar="NAME|PATH", help="a catalogue name (see `posenc-ref model list`) or a "
                                                          "path to a config.json")
     show.add_argument("--positions", metavar="P,P,...", help="comma-separated positions: add the layer's cos/sin "
-                                                            "(RoPE), bias (ALiBi, T5 buckets), rows (learned) there")
+                                                            "(RoPE), bias (ALiBi, T5 buckets), rows (learned), R rows "
+                                                            "(XLNet: the values are distances, query minus key; "
+                                                            "write --positions=-4,0,4 for negative ones) there")
     show.add_argument("--layer", type=int, default=None, help="the layer for --positions (default: 0)")
     show.add_argument("--context-length", type=int, default=None,
                       help="L for dynamic NTK / LongRoPE (default: max(--positions) + 1, else unset)")
@@ -133,6 +135,8 @@ def _values(m: ModelPositions, layer: int, positions: list[int], context_length:
         return {"index": compute.model_deberta(pos, pos, config=cfg, layer=layer).tolist()}
     if lp.scheme == "learned":
         return {"index": compute.model_learned(pos, config=cfg, layer=layer).tolist()}
+    if lp.scheme == "transformer_xl":
+        return {"r_rows": compute.model_transformer_xl(pos, config=cfg, layer=layer).tolist()}
     return {"embedding": compute.model_sinusoidal(pos, config=cfg, layer=layer).tolist()}
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import alibi, deberta, rope, rope_scaling, sinusoidal, t5
+from posenc_ref._transformer_xl_core import _embedding
 from posenc_ref.errors import SpecError, check_float_array, check_positions
 from posenc_ref.models.resolve import LayerPositions, resolve
 from posenc_ref.rope_variants import mrope_stream
@@ -209,3 +210,22 @@ def model_sinusoidal(positions: Any, /, *, model: str = "", config: Mapping[str,
     p = layer_of("model_sinusoidal", config, layer, ("sinusoidal",)).params
     return sinusoidal.sinusoidal_table(positions, dim=p["dim"], base=p["base"], ladder=p["ladder"],
                                        layout=p["layout"], position_offset=p["position_offset"])
+
+
+def model_transformer_xl(distances: Any, /, *, model: str = "", config: Mapping[str, Any], layer: int,
+                         context_length: int | None = None) -> NDArray[np.float64]:
+    """The relative sinusoid rows ``R_delta`` (N, d_model) an XLNet layer projects, one per distance.
+
+    ``delta`` is query position minus key position (``(mlen + i) - j``), clamped to
+    ``[-clamp_len, clamp_len]`` when the config's ``clamp_len > 0``; ``attn_type="uni"`` builds no
+    row for a negative distance (SpecError).
+    """
+    func = "model_transformer_xl"
+    p = layer_of(func, config, layer, ("transformer_xl",)).params
+    delta = check_positions(func, "distances", distances, nonnegative=False)
+    if p["attn_type"] == "uni" and delta.size and int(delta.min()) < 0:
+        raise SpecError(f"{func}: an attn_type='uni' layer builds rows for distances >= 0 only (klen down to 0), "
+                        f"got distance {int(delta.min())}", category="out_of_range")
+    if p["clamp_len"] > 0:
+        delta = np.clip(delta, -p["clamp_len"], p["clamp_len"])
+    return _embedding(func, delta, p["dim"], p["base"])  # transformer_xl.xl_relative_embedding, errors named here

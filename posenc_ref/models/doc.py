@@ -24,6 +24,9 @@ def _rule(lp: LayerPositions) -> str:
         return f"position_buckets {p['position_buckets']}, max_relative_positions {p['max_relative_positions']}"
     if lp.scheme == "learned":
         return f"{p['num_positions']} rows, offset {p['offset']}"
+    if lp.scheme == "transformer_xl":
+        return (f"R rows over {p['dim']}, base {p['base']:g}, attn_type {p['attn_type']}"
+                + (f", clamp_len {p['clamp_len']}" if p["clamp_len"] else ""))
     return f"{p['ladder']} ladder, {p['layout']}, offset {p['position_offset']}"
 
 

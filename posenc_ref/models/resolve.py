@@ -151,12 +151,15 @@ def resolve(config: Any, *, interpretation: str = "transformers-5", context_leng
         layers, max_position = _t5_layers(r)
     elif model_type == "deberta-v2":
         layers, max_position = _deberta_layers(r)
+    elif model_type == "xlnet":
+        from posenc_ref.models._relative import xlnet_layers
+        layers, max_position = xlnet_layers(r)
     elif model_type in _LEARNED or model_type in _SINUSOIDAL:
         from posenc_ref.models._absolute import absolute_layers
         layers, max_position = absolute_layers(r, model_type)
     else:
         raise SpecError(f"{FUNC}: model_type {model_type!r} is not one posenc-ref reads; known: "
-                        f"{', '.join(sorted(set(_ROPE_MODELS + _LEARNED + _SINUSOIDAL + ('bloom', 'mpt', 't5', 'deberta-v2'))))}")
+                        f"{', '.join(sorted(set(_ROPE_MODELS + _LEARNED + _SINUSOIDAL + ('bloom', 'mpt', 't5', 'deberta-v2', 'xlnet'))))}")
     provenance = Provenance(interpretation, INTERPRETATIONS[interpretation], dict(root.read), dict(root.defaulted),
                             root.ignored(whole), tuple(root.notes))
     return ModelPositions(model_type, max_position, tuple(layers), provenance)

@@ -26,6 +26,7 @@ from posenc_ref.oracle import alibi as oalibi
 from posenc_ref.oracle import deberta as odeberta
 from posenc_ref.oracle import sinusoidal as osinusoidal
 from posenc_ref.oracle import t5 as ot5
+from posenc_ref.oracle import transformer_xl as oxl
 from posenc_ref.oracle import rope as orope
 from posenc_ref.oracle._common import Oracle, to_float64
 
@@ -239,6 +240,16 @@ def sinusoid(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any
     return {"embedding": table}
 
 
+def xl_rows(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
+    p = _layer(params).params
+    clamp = int(p["clamp_len"])
+    rows = []
+    for delta in np.asarray(inputs["distances"]).tolist():
+        delta = max(-clamp, min(clamp, int(delta))) if clamp > 0 else int(delta)
+        rows.append([to_float64(x) for x in oxl._xl_r(delta, int(p["dim"]), float(p["base"]))])
+    return {"embedding": np.array(rows, dtype=np.float64).reshape(len(rows), int(p["dim"]))}
+
+
 ORACLES: Final[dict[str, Oracle]] = {
     "model.rope": rope,
     "model.nope": nope,
@@ -247,4 +258,5 @@ ORACLES: Final[dict[str, Oracle]] = {
     "model.deberta": deberta,
     "model.learned": learned,
     "model.sinusoidal": sinusoid,
+    "model.transformer_xl": xl_rows,
 }

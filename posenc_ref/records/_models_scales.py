@@ -149,3 +149,15 @@ def _sinusoid_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]
     p = _layer(params).params
     return scales_sinusoidal._angles(inputs["positions"], dim=p["dim"], base=p["base"], ladder=p["ladder"],
                                      layout=p["layout"], position_offset=p["position_offset"])  # CPU-independent
+
+
+def _xl_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
+    """``|delta w_k|`` in both halves of each R row (the clamped distance; frequencies correctly rounded)."""
+    lp = _layer(params)
+    p = lp.params
+    delta = np.asarray(inputs["distances"], dtype=np.int64)
+    if p["clamp_len"] > 0:
+        delta = np.clip(delta, -p["clamp_len"], p["clamp_len"])
+    angle = np.abs(scales_sinusoidal._angles(np.abs(delta), dim=p["dim"], base=p["base"], ladder="paper",
+                                             layout="concat_sin_cos"))
+    return angle

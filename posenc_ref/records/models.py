@@ -27,7 +27,7 @@ from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
 from posenc_ref.records._models_scales import (_alibi_phase, _copy_phase, _copy_scale, _layer, _rotated_phase,
                                                _rotated_scale, _scale_phase, _sinusoid_phase, _table_phase,
-                                               _zero_scale)
+                                               _xl_phase, _zero_scale)
 
 CITATION = "the model's config.json as transformers 5.x reads it (docs/models.md); the scheme ops' own citations"
 _PARAMS = (Param("model", "str", "", doc="catalogue name (informational)"),
@@ -140,6 +140,11 @@ def _model_cases(name: str) -> dict[str, list[Case]]:
                 f"model.{name}.{kind}.table_row.error.past_table", base, {"positions": np.array([0, last + 1])},
                 f"error: position {last + 1} is past the {lp.params['num_positions']}-row table",
                 kind="error", error="out_of_range"))
+        elif lp.scheme == "transformer_xl":
+            out.setdefault("model.transformer_xl", []).append(Case(
+                f"model.{name}.{kind}.xl_embedding.long", base, {"distances": np.array(_XL_DISTANCES)},
+                f"{why}: R rows over d_model {lp.params['dim']} at distances {_XL_DISTANCES}",
+                flags=("Model", "LongPosition")))
         elif lp.scheme == "sinusoidal":
             if any(c.params["layer"] != lp.index and _layer(c.params).params == lp.params
                    for c in out.get("model.sinusoidal", [])):
@@ -152,11 +157,24 @@ def _model_cases(name: str) -> dict[str, list[Case]]:
     return out
 
 
+_XL_DISTANCES = [-4095, -512, -1, 0, 1, 2, 511, 512, 4095]
+"""Both signs (``"bi"``), around XLNet's 512-token pretraining length, and 8x past it. Not 10^6:
+an engine builds one R row per distance from ``klen`` down, so a distance of 10^6 is a 10^6-token
+table (6 GB at float32 for XLNet-base), which no engine run could check."""
+_XL_SMALL = {"model_type": "xlnet", "d_model": 16, "n_head": 2, "n_layer": 2, "attn_type": "uni", "clamp_len": 8}
+"""Not a catalogued model: the only config here that sets clamp_len and attn_type='uni' (XLNetConfig reads both)."""
+
+
 def _all_cases() -> dict[str, list[Case]]:
     cases: dict[str, list[Case]] = {}
     for name in CATALOGUE:
         for op, items in _model_cases(name).items():
             cases.setdefault(op, []).extend(items)
+    cases.setdefault("model.transformer_xl", []).append(Case(
+        "model.xlnet.clamp_len8.uni.xl_embedding", {"model": "", "config": _XL_SMALL, "layer": 1,
+                                                    "context_length": None},
+        {"distances": np.array([0, 1, 7, 8, 9, 100, 4095])},
+        "a small XLNet config with clamp_len 8 and attn_type 'uni': distances past 8 read R_8", flags=("Model",)))
     return cases
 
 
@@ -189,6 +207,7 @@ _WRONG_SCHEME = {
     "model.deberta": ("t5_layer", {"config": _T5, "layer": 0},
                       {"query_positions": np.array([0]), "key_positions": np.array([0])}),
     "model.sinusoidal": ("rope_layer", {"config": _LLAMA, "layer": 0}, {"positions": np.array([0])}),
+    "model.transformer_xl": ("rope_layer", {"config": _LLAMA, "layer": 0}, {"distances": np.array([0])}),
 }
 
 
@@ -238,6 +257,13 @@ RECORDS: tuple[OpRecord, ...] = (
     _record("model.learned", compute.model_learned, ("positions",), (Output("index", "int64", "exact"),),
             "the learned-table row each position reads (offsets of OPT, BART, RoBERTa)",
             position_inputs=("positions",)),
+    _record("model.transformer_xl", compute.model_transformer_xl, ("distances",),
+            (Output("embedding", "float64", "phase", _xl_phase),),
+            "the relative sinusoid rows of an XLNet layer (Transformer-XL R_delta), one per distance",
+            tuple(error_cases("model.transformer_xl", [
+                ("uni_negative_distance", {"config": _XL_SMALL, "layer": 0}, {"distances": np.array([-1, 0])},
+                 "out_of_range", "a negative distance on an attn_type='uni' layer")])),
+            position_inputs=("distances",)),
     _record("model.sinusoidal", compute.model_sinusoidal, ("positions",),
             (Output("embedding", "float64", "phase", _sinusoid_phase),),
             "the fixed sinusoidal embedding of a stack (Whisper encoder, Marian, M2M100)",

@@ -133,6 +133,19 @@ def _sinusoidal(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], c
     return {"embedding": sinusoidal.EMULATIONS["sinusoidal.table"](keys, inputs, ct, at)["table"]}
 
 
+def _transformer_xl(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]], ct: type, at: type) -> dict[
+        str, NDArray[Any]]:
+    compute.model_transformer_xl(inputs["distances"], **params)  # validates
+    p = _layer(params).params
+    delta = np.asarray(inputs["distances"], dtype=np.int64)
+    if p["clamp_len"] > 0:
+        delta = np.clip(delta, -p["clamp_len"], p["clamp_len"])
+    d = int(p["dim"])  # transformers: 1 / 10000 ** (arange(0, d, 2) / d) in float32, then delta * w in it
+    w = (ct(1.0) / np.power(ct(p["base"]), np.arange(0, d, 2).astype(ct) / ct(d))).astype(at)
+    theta = delta.astype(at)[:, None] * w
+    return {"embedding": np.concatenate([np.sin(theta), np.cos(theta)], axis=-1).astype(ct)}
+
+
 EMULATIONS: Final[dict[str, Emulation]] = {
     "model.rope": _rope,
     "model.nope": _nope,
@@ -141,4 +154,5 @@ EMULATIONS: Final[dict[str, Emulation]] = {
     "model.deberta": _deberta,
     "model.learned": _learned,
     "model.sinusoidal": _sinusoidal,
+    "model.transformer_xl": _transformer_xl,
 }
