@@ -114,6 +114,7 @@ ROPE = OpRecord(
     summary="attention with RoPE on q and k at their own positions",
     citation="Su et al. 2021, arXiv:2104.09864, eq. 14 (RoFormer); Vaswani et al. 2017, eq. 1",
     position_inputs=("q_positions", "k_positions"),
+    intermediates="angles",  # the rotation's sines and cosines: the diagnosis tries them in float32 / float16
     cases=(
         Case("attention.rope.half.causal.t6.d8", {"causal": True}, _inputs(1, 2, 2, 8, _A(6), _A(6)),
              "RoPE (rotate_half) on q and k, causal self-attention"),
