@@ -222,6 +222,50 @@ def test_alibi_t5_deberta_and_learned_offsets():
     assert (whisper[0].scheme, whisper[12].scheme) == ("sinusoidal", "learned")
 
 
+def test_gemma4_full_layers_use_the_global_head_width_and_proportional_rope():
+    g4 = layers("gemma-4-e4b")
+    full = [lp.index for lp in g4 if lp.kind == "full_attention"]
+    assert full == [5, 11, 17, 23, 29, 35, 41]
+    sliding, wide = g4[0], g4[5]
+    assert (sliding.head_dim, sliding.window, sliding.params["rope_type"], sliding.params["base"]) == (
+        256, 512, "default", 10000.0)
+    assert (wide.head_dim, wide.num_kv_heads, wide.window, wide.params["partial"]) == (512, 2, None, "proportional")
+    assert {lp.logit_scale for lp in g4} == {1.0}
+    w, factor = compute.inv_freq(wide.params, None, "t")  # 64 of the 256 pairs turn, over the 512-wide head
+    np.testing.assert_array_equal(w[64:], 0.0)
+    np.testing.assert_allclose(w[:64], 1e6 ** -(np.arange(0, 128, 2) / 512), rtol=1e-15)
+    assert factor == 1.0
+    text = {"model_type": "gemma4_text", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "global_head_dim": 32, "num_hidden_layers": 7, "attention_k_eq_v": True,
+            "num_global_key_value_heads": 1}
+    m = resolve(text)  # no layer_types: every 6th full and the last forced full; the class's rope defaults
+    assert [lp.kind[0] for lp in m.layers] == list("sssssff")
+    assert m.layers[5].num_kv_heads == 1 and m.layers[0].num_kv_heads == 2
+    assert m.layers[6].params["partial_rotary_factor"] == 0.25 and m.layers[0].params["base"] == 10000.0
+    assert "rope_parameters" in m.provenance.defaulted
+    forced = resolve({**text, "layer_types": ["sliding_attention"] * 7})
+    assert forced.layers[6].kind == "full_attention" and any("last layer" in n for n in forced.provenance.notes)
+
+
+def test_ministral3_yarn_factor_one_and_the_beta_query_scale():
+    m3 = layers("ministral-3-8b")
+    lp = m3[0]
+    assert {x.signature() for x in m3} == {lp.signature()} and len(m3) == 34
+    assert compute.inv_freq(lp.params, None, "t")[1] == 1.0  # g(16, 1) / g(16, 1): transformers' YaRN factor
+    scale = compute.temperature(lp, np.array([0, 16383, 16384, 32767, 32768, 262143]))
+    expected = 1 + 0.1 * np.log1p(np.floor(np.array([0, 16383, 16384, 32767, 32768, 262143]) / 16384))
+    np.testing.assert_array_equal(scale, expected)
+    assert scale[2] > 1.069 and scale[-1] > 1.277
+    bare = {"model_type": "ministral3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+            "rope_theta": 5e5}
+    m = resolve(bare)  # Ministral3Config fills rope_parameters whole; the top-level rope_theta is not read
+    assert (m.layers[0].params["base"], m.layers[0].params["rope_type"], m.max_position) == (1e6, "yarn", 262144)
+    assert "rope_theta" in m.provenance.ignored and "rope_parameters" in m.provenance.defaulted
+    beta = {**LLAMA, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "llama_4_scaling_beta": 0.1}}
+    other = resolve(beta)  # a Llama config does not apply the beta rule
+    assert other.layers[0].temperature is None and "rope_parameters.llama_4_scaling_beta" in other.provenance.ignored
+
+
 def test_xlnet_rows_span_the_model_width_and_follow_attn_type_and_clamp_len():
     config = get("xlnet-base-cased").config
     xl = layers("xlnet-base-cased")

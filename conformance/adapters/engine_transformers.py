@@ -21,7 +21,9 @@ So transformers' config parsing (``rope_scaling`` -> ``rope_parameters`` standar
 defaults of the config class, per-layer-type nesting) and its rope initialisation functions are
 what is under test; the harness adds no formula of its own. Temperature tuning (Llama 4) is the
 one per-position rule the harness reads from the attention module's attributes, because
-transformers computes it inline in the attention forward.
+transformers computes it inline in the attention forward; Ministral 3's ``llama_4_scaling_beta``
+rule is the modeling file's own ``get_llama_4_attn_scale``, called with the arguments its
+attention forward passes.
 
 Covered: the ``model.rope`` and ``model.nope`` ops for the model types in :data:`ROTATION`
 (GPT-J's sin|cos table and Qwen2-VL / Qwen3-VL MRoPE included), and ``model.alibi``,
@@ -69,6 +71,7 @@ ROTATION = {
     "qwen2_vl_text": ("whole", "cos_sin"),
     "qwen3_vl_text": ("whole", "cos_sin"),
     "gptj": ("rotary_dim", "sincos_table"),
+    "gemma4_text": ("whole", "cos_sin_each"),
 }
 """Model types whose rotation the harness builds, as their attention forward does it:
 ``whole`` passes the whole head to the modeling file's rotation function (partial rotary handled
@@ -77,7 +80,8 @@ inside it), ``rotary_ndims`` splits at the attention module's ``rotary_ndims`` f
 channels (DeepSeek's ``q_pe``). ``cos_sin``: the rotary module returns (cos, sin) for
 ``apply_rotary_pos_emb`` (DeepSeek-V3 with ``rope_interleave``: ``apply_rotary_pos_emb_interleave``;
 Qwen2-VL / Qwen3-VL: the module takes the (3, B, T) MRoPE position streams and recomposes the
-sections itself); ``complex_*``: it returns complex ``freqs_cis`` for ``apply_rotary_emb``, on
+sections itself); ``cos_sin_each``: the same, rotated one tensor at a time on (B, T, H, D) as
+Gemma 4's ``apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=2)``; ``complex_*``: it returns complex ``freqs_cis`` for ``apply_rotary_emb``, on
 (B, T, H, D) (Llama 4) or (B, H, T, D) (DeepSeek-V2); ``sincos_table``: GPT-J has no rotary
 module, its attention gathers rows of a sin|cos table (``create_sinusoidal_positions``) and
 rotates (B, T, H, D) with ``apply_rotary_pos_emb(x, sin, cos)``."""
@@ -198,6 +202,15 @@ class TransformersEngine:
             p = torch.tensor(positions, dtype=torch.float32)
             temp = torch.log1p(torch.floor((p + 1.0) / attn.floor_scale)) * attn.attn_scale + 1.0
             scale = scale * temp.double().numpy()
+        beta_rule = getattr(module, "get_llama_4_attn_scale", None)
+        rope_parameters = getattr(attn.config, "rope_parameters", None) if hasattr(attn, "config") else None
+        if callable(beta_rule) and isinstance(rope_parameters, Mapping) and "llama_4_scaling_beta" in rope_parameters:
+            # Ministral 3: the attention forward multiplies q by the modeling file's own rule, called with
+            # these arguments (the rope parameters as transformers standardised them), in q's dtype.
+            factor = beta_rule(torch.tensor(positions, dtype=torch.int64)[None],
+                               rope_parameters.get("llama_4_scaling_beta"),
+                               rope_parameters.get("original_max_position_embeddings")).to(torch.float32)
+            scale = scale * factor[0, 0, :, 0].double().numpy()
         out: dict[str, Any] = {"logit_scale": scale}
         if op == "model.nope" and getattr(attn, "use_rope", True):
             raise ValueError(f"layer {layer}: transformers rotates this layer ({type(attn).__name__}); not a NoPE layer")
@@ -223,6 +236,11 @@ class TransformersEngine:
                 apply = (module.apply_rotary_pos_emb_interleave if getattr(text, "rope_interleave", False)
                          and hasattr(module, "apply_rotary_pos_emb_interleave") else module.apply_rotary_pos_emb)
                 q_r, k_r = apply(q_r, k_r, cos, sin)
+                pairs = _per_pair(cos[0], sin[0])
+            elif returns == "cos_sin_each":
+                cos, sin = embedding
+                q_r, k_r = (module.apply_rotary_pos_emb(x.transpose(1, 2), cos, sin, unsqueeze_dim=2).transpose(1, 2)
+                            for x in (q_r, k_r))
                 pairs = _per_pair(cos[0], sin[0])
             else:
                 if returns == "complex_bthd":

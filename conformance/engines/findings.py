@@ -232,6 +232,32 @@ FINDINGS: tuple[Finding, ...] = (
                                          "long_factor": [1.0 + i / 8 for i in range(32)]}},
         positions=(0, 1, 4095, 4096, 16383),
     ),
+    Finding(
+        id="vllm-ministral3-nested-llama4-scaling-ignored",
+        engine="vllm", kind="engine",
+        cases=("model.ministral-3-8b.*",), outputs=("logit_scale",),
+        title="vLLM reads Ministral 3's query scale only from Mistral's own config format; from a transformers "
+              "`config.json` (`rope_parameters.llama_4_scaling_beta`) it scales no query",
+        computes="the logit multiplier `head_dim ** -0.5` at every position: `MistralAttention` looks for a "
+                 "top-level `llama_4_scaling` mapping (`beta`, `original_max_position_embeddings`), which only "
+                 "vLLM's adapter for Mistral's `params.json` writes, so for this config `do_llama_4_scaling` is "
+                 "false",
+        config_says="`rope_parameters.llama_4_scaling_beta` 0.1 with `original_max_position_embeddings` 16384: "
+                    "transformers 5.17 multiplies q by `1 + 0.1 * log(1 + floor(p / 16384))` (1 below 16384, "
+                    "1.069 from 16384, 1.277 at 262143)",
+        cause="the key is read under its Mistral-format name (`llama_4_scaling.beta`) only, never under the name "
+              "transformers nests in `rope_parameters`",
+        report="vllm-project/vllm#48621 (open), its second point: \"MistralAttention reads Llama 4 scaling only "
+               "from the top-level llama_4_scaling mapping\"; its first point (the generic YaRN factor 1.2773 for "
+               "mscale = mscale_all_dim = 1, reported against vLLM 0.25) is not seen in 0.32: cos and sin pass",
+        minimal_config={"model_type": "mistral3", "text_config": {
+            "model_type": "ministral3", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 64, "num_hidden_layers": 2, "max_position_embeddings": 65536, "sliding_window": None,
+            "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0,
+                                "original_max_position_embeddings": 1024, "beta_fast": 32.0, "beta_slow": 1.0,
+                                "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1}}},
+        positions=(0, 1, 1023, 1024, 4096),
+    ),
 )
 
 

@@ -35,7 +35,14 @@ def _layer_types(r: Reader, model_type: str, n: int) -> list[str]:
         if not isinstance(types, list) or len(types) != n or not all(isinstance(t, str) for t in types):
             got = f"length {len(types)}" if isinstance(types, list) else repr(types)
             raise SpecError(f"{FUNC}: layer_types must list one type per layer (num_hidden_layers={n}), got {got}")
+        if model_type == "gemma4_text" and types[-1] != "full_attention":
+            # Note: Gemma4TextConfig forces the last layer to full attention (with a warning)
+            r.note(f"layer_types ends with {types[-1]!r}: Gemma 4 makes its last layer full_attention")
+            types = types[:-1] + ["full_attention"]
         return list(types)
+    if model_type == "gemma4_text":
+        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)]
+        return types[:-1] + ["full_attention"]
     if model_type == "gemma2":
         return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
     if model_type == "gemma3_text":

@@ -27,11 +27,26 @@ def _per_type(params: Mapping[str, Any]) -> bool:
     return bool(params) and all(key in _LAYER_TYPES and isinstance(v, Mapping) for key, v in params.items())
 
 
+CLASS_ROPE_PARAMETERS: Final[dict[str, dict[str, Any]]] = {
+    "ministral3": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0,
+                   "original_max_position_embeddings": 16384, "beta_fast": 32.0, "beta_slow": 1.0,
+                   "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1},
+    "gemma4_text": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                    "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                       "rope_theta": 1000000.0}},
+}
+"""Config classes that fill a missing ``rope_parameters`` with a whole object of their own
+(transformers 5.17 ``Ministral3Config.__post_init__``, models/ministral3/configuration_ministral3.py;
+``Gemma4TextConfig.__post_init__``, one object per layer type); there a top-level ``rope_theta``
+without ``rope_scaling`` is not read."""
+
+
 def rope_source(r: Reader, layer_type: str, *, theta_key: str, default_theta: float, local_theta: float | None,
-                interpretation: str) -> Reader | dict[str, Any]:
+                interpretation: str, class_default: dict[str, Any] | None = None) -> Reader | dict[str, Any]:
     """The mapping of rope settings that ``layer_type`` layers read (a Reader over the config, or a built dict).
 
-    ``local_theta`` is Gemma 3's ``rope_local_base_freq`` reading for sliding layers of a 4.x config.
+    ``local_theta`` is Gemma 3's ``rope_local_base_freq`` reading for sliding layers of a 4.x config;
+    ``class_default`` the config class's own ``rope_parameters`` when the config has no rope keys.
     """
     if r.has("rope_parameters") and interpretation != "transformers-4":
         node = r.child("rope_parameters")
@@ -41,6 +56,15 @@ def rope_source(r: Reader, layer_type: str, *, theta_key: str, default_theta: fl
                                 f"{', '.join(node.data)}")
             return node.child(layer_type)
         return node
+    if class_default is not None and not r.has("rope_parameters") and not r.has("rope_scaling"):
+        r.root.defaulted[r.prefix + "rope_parameters"] = dict(class_default)
+        if r.has("rope_theta"):
+            r.note("rope_theta without rope_parameters or rope_scaling is not read: the config class fills "
+                   "rope_parameters with its own default object")
+        chosen = class_default.get(layer_type) if _per_type(class_default) else class_default
+        if chosen is None:
+            raise SpecError(f"{FUNC}: the class default rope_parameters has no entry for layer type {layer_type!r}")
+        return dict(chosen)
     if local_theta is not None and layer_type == "sliding_attention":
         # Note: Gemma 3 sliding layers: default rope at rope_local_base_freq, never the global scaling
         return {"rope_type": "default", "rope_theta": local_theta}

@@ -80,6 +80,21 @@ _FALCON_RW_COPIES = (
     "true, hidden_size 2048, num_attention_heads 32, num_hidden_layers 24, multi_query false, "
     "new_decoder_architecture false; the model card and keras-team/keras-hub "
     "keras_hub/src/models/falcon/falcon_presets.py (falcon_refinedweb_1b_en) give 24 layers")
+_MINISTRAL3_COPIES = (
+    "YellowPerson792/ByteCaption@0f46888c08e8a866ee336144d99945ffdec72c4b Ministral-3-8B-Instruct-2512/config.json "
+    "(the whole file, transformers_version 5.0.0.dev0, without the hub repository's FP8 quantization_config); "
+    "every position key equals the transformers 5.17 Ministral3Config defaults "
+    "(models/ministral3/configuration_ministral3.py, whose docstring names mistralai/Ministral-3-8B-Base-2512)")
+_GEMMA4_E4B_COPIES = (
+    "no verbatim copy of the hub file was found; these restatements of its text_config agree on every value "
+    "here: ollama/ollama@017eb8ae4895fc6aea58b62f3793baa478586b6d x/models/gemma4/gemma4_test.go "
+    "(TestParseTextConfigE4B: 42 layers, 8 heads, 2 key heads, head_dim 256, global_head_dim 512, "
+    "max_position_embeddings 131072, sliding_window 512, attention_k_eq_v false, layer_types 5 sliding + 1 full "
+    "x 7, rope_parameters full_attention proportional 0.25 at 1e6, sliding_attention default at 1e4), a public "
+    "notebook's E4B settings (context_length 131072, the same heads, widths, window, layer pattern and rope), and "
+    "a hub-metadata table quoting google/gemma-4-E4B-it (42 layers, 8 heads, 2 key heads, head_dim 256, window "
+    "512, max_position_embeddings 131072); the rope_parameters also equal the transformers 5.17 "
+    "Gemma4TextConfig defaults (models/gemma4/configuration_gemma4.py)")
 _XLNET_COPIES = (
     "mmm587/DEMSA@b251ad43ae55347f66e537df4be448c0d81d272b xlnet-base-cased/config.json and "
     "zaidhassanch/gector@242aa88a2fc83c41390b155d2566f0d423f2fd5c pretrained_models/xlnet-base-cased/config.json "
@@ -107,6 +122,14 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "num_hidden_layers": 32, "max_position_embeddings": 32768, "rope_theta": 10000.0, "sliding_window": 4096},
         _CANON),
+    _entry("ministral-3-8b", "ministral3", "mistralai/Ministral-3-8B-Instruct-2512", {
+        "model_type": "mistral3", "text_config": {
+            "model_type": "ministral3", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128, "num_hidden_layers": 34, "max_position_embeddings": 262144, "sliding_window": None,
+            "rope_parameters": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 16.0, "llama_4_scaling_beta": 0.1,
+                                "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 16384,
+                                "rope_theta": 1000000.0, "rope_type": "yarn", "type": "yarn"}}},
+           _COPY, copies=_MINISTRAL3_COPIES),
     _entry("mixtral-8x7b", "mixtral", "mistralai/Mixtral-8x7B-v0.1", {
         "model_type": "mixtral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "num_hidden_layers": 32, "max_position_embeddings": 32768, "rope_theta": 1000000.0, "sliding_window": None},
@@ -138,6 +161,16 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
            _GEMMA3_DEFAULTS),
     _entry("gemma-3-27b", "gemma3", "google/gemma-3-27b-pt", _gemma3(5376, 32, 16, 128, 62, 168), _COPY,
            _GEMMA3_DEFAULTS),
+    _entry("gemma-4-e4b", "gemma4", "google/gemma-4-E4B-it", {
+        "model_type": "gemma4", "text_config": {
+            "model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8, "num_key_value_heads": 2,
+            "head_dim": 256, "global_head_dim": 512, "num_hidden_layers": 42, "max_position_embeddings": 131072,
+            "sliding_window": 512, "attention_k_eq_v": False,
+            "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 7,
+            "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
+                                                   "rope_type": "proportional"},
+                                "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}},
+        "restatements agree (no verbatim copy of the hub file was found)", copies=_GEMMA4_E4B_COPIES),
     _entry("phi-3-mini-4k", "phi3", "microsoft/Phi-3-mini-4k-instruct", {
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,

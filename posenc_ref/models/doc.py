@@ -11,6 +11,7 @@ def _rule(lp: LayerPositions) -> str:
     if lp.scheme in ("rope", "mrope"):
         text = f"{p['rope_type']} base {p['base']:g}" + (f" x{p['factor']:g}" if p.get("factor") else "")
         text += f", {p['rotary_dim']}/{lp.head_dim} {p['layout']}"
+        text += f", turning {p['partial_rotary_factor']:g}" if p["partial"] == "proportional" else ""
         text += f", window {lp.window}" if lp.window else ""
         text += f", chunk {lp.chunk_size}" if lp.chunk_size else ""
         return text + (f", mrope {p['mrope_section']} {p['mrope_layout']}" if lp.scheme == "mrope" else "")
@@ -39,6 +40,6 @@ def catalogue_table() -> str:
         hub = url.split("huggingface.co/")[1].split("/blob")[0]
         checked = entry.sources["checked"]
         how = "second copy" if checked.startswith("a public copy") else "model card" if "card" in checked else \
-            "hub file only"
+            "restatements" if checked.startswith("restatements") else "hub file only"
         rows.append(f"| `{name}` | {entry.family} | {kinds} | [{hub}]({url}) | {how} |")
     return "\n".join(rows) + "\n"

@@ -28,10 +28,14 @@ _MULTIMODAL: Final = ("gemma3", "llama4", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", 
 _ROPE_MODELS: Final = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_vl", "qwen2_vl_text", "qwen3_vl_text",
                        "qwen3_vl", "gemma", "gemma2", "gemma3_text", "phi3", "phi", "gpt_neox", "gptj",
                        "deepseek_v2", "deepseek_v3", "gpt_oss", "smollm3", "olmo2", "cohere", "glm", "glm4",
-                       "llama4_text", "falcon")
+                       "llama4_text", "falcon", "ministral3", "gemma4_text")
 _MAX_POSITION_DEFAULT: Final = {"gemma3_text": 131072, "qwen2": 32768, "mistral": 32768, "mixtral": 32768,
-                                 "gpt_oss": 131072, "llama4_text": 4096 * 32}
+                                 "gpt_oss": 131072, "llama4_text": 4096 * 32, "ministral3": 262144,
+                                 "gemma4_text": 131072}
 """transformers 5.x config class defaults of max_position_embeddings (2048 for the rest)."""
+_BETA_MODELS: Final = ("ministral3",)
+"""Model types whose attention multiplies q by ``1 + beta * log(1 + floor(p / L0))`` (transformers 5.17
+modeling_ministral3.py ``get_llama_4_attn_scale``; modeling_mistral4.py too, a model type not read here)."""
 _LEARNED: Final = ("bert", "roberta", "opt", "bart", "gpt2", "vit", "dinov2")
 _SINUSOIDAL: Final = ("whisper", "marian", "m2m_100")
 
@@ -185,7 +189,8 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
     default_theta = {"gemma3_text": 1e6, "mixtral": 1e6, "qwen2_vl_text": 1e6, "cohere": 10000.0,
                      "gpt_oss": 150000.0, "llama4_text": 500000.0}.get(model_type, 10000.0)
     local = r.number("rope_local_base_freq", 10000.0) if model_type == "gemma3_text" else None
-    window = r.get("sliding_window")
+    window = r.integer("sliding_window", 512) if model_type == "gemma4_text" else r.get("sliding_window")
+    wide = _gemma4_full_layers(r) if model_type == "gemma4_text" else None
     chunk = r.get("attention_chunk_size") if model_type == "llama4_text" else None
     scalar = r.number("query_pre_attn_scalar", 256.0) if model_type in ("gemma2", "gemma3_text") else None
     layers = []
@@ -195,17 +200,23 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
             kind = "chunked_attention" if rotated else "full_attention"
         layer_window = window if kind == "sliding_attention" else None
         base_scale = (scalar if scalar is not None else float(head_dim)) ** -0.5
+        layer_heads, layer_kv, layer_dim = heads, kv, head_dim
+        if wide is not None:  # Note: Gemma 4: scaling 1.0 (q and k are RMS-normed before the rotation)
+            base_scale = 1.0
+            if layer_type == "full_attention":
+                layer_dim, layer_kv = wide[0], wide[1] if wide[1] is not None else kv
         temperature = _temperature(r, model_type, rotated)
         if not rotated:
             layers.append(LayerPositions(i, "decoder", kind, "nope", {},
                                          heads, kv, head_dim, layer_window, None, base_scale, temperature))
             continue
         source = _rope.rope_source(r, layer_type, theta_key=theta_key, default_theta=default_theta,
-                                   local_theta=local, interpretation=interpretation)
+                                   local_theta=local, interpretation=interpretation,
+                                   class_default=_rope.CLASS_ROPE_PARAMETERS.get(model_type))
         kind_rope = _rope.rope_type(source, r)
-        rotary_dim, partial, freq_dim = _rotary(r, model_type, head_dim, source)
+        rotary_dim, partial, freq_dim = _rotary(r, model_type, layer_dim, source)
         if kind_rope == "proportional":
-            partial, freq_dim = "proportional", head_dim
+            partial, freq_dim = "proportional", layer_dim
         params = _rope.frequency_params(source, r, kind=kind_rope, dim=freq_dim, max_position=max_position,
                                         interpretation=interpretation)
         params.update(dim=freq_dim, rotary_dim=rotary_dim, partial=partial, layout=_layout(r, model_type))
@@ -219,13 +230,31 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
                 else "chunked")
             scheme = "mrope"
         scale = base_scale * _softmax_multiplier(params, model_type)
-        beta = _lookup_any(source, "llama_4_scaling_beta")
+        # Note: only Ministral 3 (and Mistral 4) multiply q by the beta rule; elsewhere the key is ignored
+        beta = _lookup_any(source, "llama_4_scaling_beta") if model_type in _BETA_MODELS else None
         if beta is not None:
             temperature = {"rule": "llama4_beta", "beta": float(beta), "original_max_position": int(
                 _lookup_any(source, "original_max_position_embeddings") or max_position)}
-        layers.append(LayerPositions(i, "decoder", kind, scheme, params, heads, kv, head_dim, layer_window,
+        layers.append(LayerPositions(i, "decoder", kind, scheme, params, layer_heads, layer_kv, layer_dim, layer_window,
                                      chunk if kind == "chunked_attention" else None, scale, temperature))
     return layers, max_position
+
+
+def _gemma4_full_layers(r: Reader) -> tuple[int, int | None]:
+    """(head width, key heads or None) of Gemma 4's full-attention layers (transformers 5.17
+    Gemma4TextConfig: ``global_head_dim``, default 512; ``num_global_key_value_heads`` only where
+    ``attention_k_eq_v`` is true, else the layers keep ``num_key_value_heads``)."""
+    width = r.integer("global_head_dim", 512)
+    k_eq_v = r.get("attention_k_eq_v", False)
+    heads = r.get("num_global_key_value_heads") if k_eq_v else None
+    if heads is not None and (isinstance(heads, bool) or not isinstance(heads, int) or heads < 1
+                              or r.integer("num_attention_heads") % heads):
+        raise SpecError(f"{FUNC}: {r.prefix}num_global_key_value_heads must be an integer >= 1 dividing "
+                        f"num_attention_heads, got {heads!r}")
+    if r.get("use_bidirectional_attention") == "all":
+        r.note("use_bidirectional_attention='all': transformers makes every layer bidirectional and halves the "
+               "sliding window; the layers here are read as the causal model")
+    return width, heads
 
 
 def _alibi_layers(r: Reader, model_type: str) -> tuple[list[LayerPositions], int | None]:

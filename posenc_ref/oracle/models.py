@@ -5,7 +5,7 @@ is then computed here from the published formulas, through the RoPE and bias twi
 (:mod:`posenc_ref.oracle.rope`, :mod:`posenc_ref.oracle.bias`, :mod:`posenc_ref.oracle.absolute`):
 frequencies at 50 digits, each rotated pair as ``(u c - v s, v c + u s)`` with ``(c, s) = a (cos, sin)(p w)``
 at 50 digits and the products formed exactly in integers, rounded once; the
-logit multiplier from ``head_dim`` (or ``query_pre_attn_scalar``), DeepSeek's ``g(s, m_all)^2``
+logit multiplier from ``head_dim`` (or ``query_pre_attn_scalar``; 1 for Gemma 4), DeepSeek's ``g(s, m_all)^2``
 and the per-position temperature, each rounded once.
 """
 
@@ -102,6 +102,8 @@ def _temperature(lp: LayerPositions, p: int) -> Any:
 
 def _logit_base(lp: LayerPositions, config: Mapping[str, Any]) -> Any:
     text = _text(config)
+    if text.get("model_type") == "gemma4_text":
+        return mpmath.mpf(1)  # Gemma 4: scaling 1.0 (q and k RMS-normed instead)
     scalar = text.get("query_pre_attn_scalar") if text.get("model_type") in ("gemma2", "gemma3_text") else None
     if text.get("model_type") in ("gemma2", "gemma3_text") and scalar is None:
         scalar = 256
