@@ -31,7 +31,10 @@ torchvision and files beside the config) is built from its ``text_config`` alone
 text-only checkpoint; :data:`TEXT_ONLY` lists those and the version string says so.
 
 Covered: ``model.rope`` and ``model.nope`` for models vLLM runs with a native model class whose
-layers' attention is a standard (non-MLA) rotary attention; ``model.alibi`` from the slopes the
+layers' attention is a rotary attention (for DeepSeek's multi-head latent attention, the layer's
+``rotary_emb`` on the last ``qk_rope_head_dim`` channels, q_pe and k_pe, as its forward applies it,
+the other channels passed through; the logit multiplier is the ``scaling`` it hands the MLA
+backend); ``model.alibi`` from the slopes the
 model file hands its attention backend (BLOOM's ``_get_alibi_slopes``; the kernel adds
 ``slope * (j - i)`` in C++, so the slopes, not that product, are vLLM's here); ``model.learned``
 through the model's own position embedding module called with the positions (OPT's offset of
@@ -255,8 +258,8 @@ class VllmEngine:
             return str(exc)
         if not hasattr(attn, "rotary_emb") and "nope" not in vars(attn):
             return f"{type(attn).__name__} has no rotary_emb (not a rotary attention the harness reads)"
-        if type(attn).__name__.endswith("MLAAttention") or hasattr(attn, "kv_lora_rank"):
-            return f"{type(attn).__name__}: multi-head latent attention (the harness does not split its rope channels)"
+        if _latent(attn) and not isinstance(getattr(attn, "qk_rope_head_dim", None), int):
+            return f"{type(attn).__name__}: multi-head latent attention without qk_rope_head_dim"
         return True
 
     def run_model(self, config: dict[str, Any], layer: int, inputs: Mapping[str, Any], *, op: str,
@@ -295,8 +298,14 @@ class VllmEngine:
             if needed > rotary.cos_sin_cache.shape[0]:
                 raise IndexError(f"position {needed - 1} past vLLM's cos/sin cache of "
                                  f"{rotary.cos_sin_cache.shape[0]} positions ({type(rotary).__name__})")
-        q = torch.tensor(q_in.reshape(t, -1), dtype=torch.float32)
-        k = torch.tensor(k_in.reshape(t, -1), dtype=torch.float32)
+        start = head_dim - int(attn.qk_rope_head_dim) if _latent(attn) else 0
+        # Note: MLA (DeepSeek) rotates only the last qk_rope_head_dim channels of each head, q_pe and
+        # k_pe, with the layer's rotary_emb; the nope channels pass through (the model's forward).
+        # (its rotary_emb takes (T, H, rope) q_pe and (T, 1, rope) k_pe, as mla.py passes them)
+        shape: tuple[int, ...] = (t, -1) if not start else (t, heads, head_dim - start)
+        q = torch.tensor(q_in[..., start:].reshape(shape), dtype=torch.float32)
+        k = torch.tensor(k_in[..., start:].reshape((t, -1) if not start else (t, k_in.shape[1], head_dim - start)),
+                         dtype=torch.float32)
         with set_current_vllm_config(vllm_config):
             with torch.no_grad():
                 q_rot, k_rot = rotary(positions, q.clone(), k.clone())
@@ -305,14 +314,23 @@ class VllmEngine:
             # pair's two outputs are a*cos and a*sin, whatever cache layout the class keeps.
             r = int(rotary.rotary_dim)
             neox = getattr(rotary, "is_neox_style", True)  # Phi-3 LongRoPE: always neox style
-            probe = torch.zeros(t, int(getattr(rotary, "head_size", head_dim)), dtype=torch.float32)
+            probe = torch.zeros(t, int(getattr(rotary, "head_size", head_dim - start)), dtype=torch.float32)
             first = slice(0, r // 2) if neox else slice(0, r, 2)
             second = slice(r // 2, r) if neox else slice(1, r, 2)
             probe[:, first] = 1.0
+            if start:
+                probe = probe[:, None, :]
             rotated, _ = rotary(positions, probe.clone(), probe.clone())
-        rotated = rotated.double().numpy()
-        return {**out, "q_rot": q_rot.double().numpy().reshape(q_in.shape),
-                "k_rot": k_rot.double().numpy().reshape(k_in.shape), "cos": rotated[:, first], "sin": rotated[:, second]}
+        rotated = rotated.reshape(t, -1).double().numpy()
+        q_out, k_out = q_in.astype(np.float32).astype(np.float64), k_in.astype(np.float32).astype(np.float64)
+        q_out[..., start:] = q_rot.double().numpy().reshape(t, heads, head_dim - start)
+        k_out[..., start:] = k_rot.double().numpy().reshape(k_in.shape[0], k_in.shape[1], head_dim - start)
+        return {**out, "q_rot": q_out, "k_rot": k_out, "cos": rotated[:, first], "sin": rotated[:, second]}
+
+
+def _latent(attn: Any) -> bool:
+    """Multi-head latent attention (DeepSeek-V2/V3): rope on the last ``qk_rope_head_dim`` channels only."""
+    return type(attn).__name__.endswith("MLAAttention") or hasattr(attn, "kv_lora_rank")
 
 
 class _Arange:
@@ -429,7 +447,7 @@ def _learned(model: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _backend_scale(attn: Any) -> float:
-    inner = getattr(attn, "attn", None)
+    inner = getattr(attn, "attn", None) or getattr(getattr(attn, "mla_attn", None), "mla_attn", None)
     impl = getattr(inner, "impl", None)
     for holder, name in ((impl, "scale"), (inner, "scale"), (attn, "scaling")):
         if holder is not None and isinstance(getattr(holder, name, None), (int, float)):

@@ -258,6 +258,33 @@ FINDINGS: tuple[Finding, ...] = (
                                 "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1}}},
         positions=(0, 1, 1023, 1024, 4096),
     ),
+    Finding(
+        id="vllm-deepseek-v3-rope-channels-interleaved",
+        engine="vllm", kind="harness",
+        cases=("model.deepseek-v3.*",), outputs=("q_rot", "k_rot"),
+        title="vLLM keeps DeepSeek-V3's rope channels in interleaved order where transformers returns them "
+              "de-interleaved: the same rotation and the same scores, the channels of q_pe and k_pe in another "
+              "order",
+        computes="the rope channels (the last `qk_rope_head_dim` = 64 of each head) rotated as adjacent pairs "
+                 "`(2i, 2i + 1)` and left in that order (`get_rope(..., is_neox_style=False)` in "
+                 "`DeepseekV2MLAAttention`); cos, sin and the logit multiplier (with `mscale(40, 1) ** 2`) match "
+                 "the reference, and q_rot / k_rot equal the reference's after the channel permutation "
+                 "`[a_0, b_0, a_1, b_1, ...]` of its `[a_0 .. a_31 | b_0 .. b_31]`, to float32 rounding",
+        config_says="`rope_interleave` (DeepseekV3Config default true): transformers' "
+                    "`apply_rotary_pos_emb_interleave` de-interleaves q_pe and k_pe, then rotates halves, so "
+                    "its output channels are in half order (posenc-ref layout `interleaved_to_half`)",
+        cause="not a misreading: q.k is the same sum under any common permutation of q's and k's channels, and "
+              "both engines apply it to the same checkpoint weights; the reference states the output in "
+              "transformers' order, and this harness compares vLLM's q_pe and k_pe unpermuted",
+        report="none needed (no effect on the scores: see the measured effect)",
+        minimal_config={"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128,
+                        "num_key_value_heads": 128, "num_hidden_layers": 61, "qk_nope_head_dim": 128,
+                        "qk_rope_head_dim": 64, "max_position_embeddings": 163840, "rope_theta": 10000,
+                        "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+                                         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+                                         "type": "yarn"}},
+        notes=("the minimal config is the catalogued DeepSeek-V3 config itself (its position keys)",),
+    ),
 )
 
 
