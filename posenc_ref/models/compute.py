@@ -226,6 +226,11 @@ def model_transformer_xl(distances: Any, /, *, model: str = "", config: Mapping[
     if p["attn_type"] == "uni" and delta.size and int(delta.min()) < 0:
         raise SpecError(f"{func}: an attn_type='uni' layer builds rows for distances >= 0 only (klen down to 0), "
                         f"got distance {int(delta.min())}", category="out_of_range")
-    if p["clamp_len"] > 0:
-        delta = np.clip(delta, -p["clamp_len"], p["clamp_len"])
-    return _embedding(func, delta, p["dim"], p["base"])  # transformer_xl.xl_relative_embedding, errors named here
+    return _embedding(func, xl_clamped(p, delta), p["dim"], p["base"])  # xl_relative_embedding, errors named here
+
+
+def xl_clamped(params: Mapping[str, Any], distances: Any) -> NDArray[np.int64]:
+    """The distances an XLNet layer's rows are built at: clamped to ``[-clamp_len, clamp_len]`` when ``clamp_len > 0``."""
+    delta = np.asarray(distances, dtype=np.int64)
+    clamp = int(params["clamp_len"])
+    return np.clip(delta, -clamp, clamp) if clamp > 0 else delta

@@ -153,11 +153,6 @@ def _sinusoid_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]
 
 def _xl_phase(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> NDArray[np.float64]:
     """``|delta w_k|`` in both halves of each R row (the clamped distance; frequencies correctly rounded)."""
-    lp = _layer(params)
-    p = lp.params
-    delta = np.asarray(inputs["distances"], dtype=np.int64)
-    if p["clamp_len"] > 0:
-        delta = np.clip(delta, -p["clamp_len"], p["clamp_len"])
-    angle = np.abs(scales_sinusoidal._angles(np.abs(delta), dim=p["dim"], base=p["base"], ladder="paper",
-                                             layout="concat_sin_cos"))
-    return angle
+    p = _layer(params).params
+    return scales_sinusoidal._angles(np.abs(compute.xl_clamped(p, inputs["distances"])), dim=p["dim"], base=p["base"],
+                                     ladder="paper", layout="concat_sin_cos")

@@ -19,8 +19,9 @@ from posenc_ref.models import compute, resolve
 from posenc_ref.models.resolve import LayerPositions
 from posenc_ref.rope_variants import mrope_stream
 from posenc_ref.runner.emulation import alibi, deberta, sinusoidal, t5
-from posenc_ref.runner.emulation._common import Emulation
+from posenc_ref.runner.emulation._common import Emulation, lowp_frequencies
 from posenc_ref.runner.emulation.rope import emulate_inv_freq
+from posenc_ref.sinusoidal import sinusoidal_frequencies
 
 _DEFAULTS: Final = {name: p.default for name, p in inspect.signature(rope_scaling.rope_inv_freq).parameters.items()
                     if p.default is not inspect.Parameter.empty}
@@ -137,12 +138,9 @@ def _transformer_xl(params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]
         str, NDArray[Any]]:
     compute.model_transformer_xl(inputs["distances"], **params)  # validates
     p = _layer(params).params
-    delta = np.asarray(inputs["distances"], dtype=np.int64)
-    if p["clamp_len"] > 0:
-        delta = np.clip(delta, -p["clamp_len"], p["clamp_len"])
-    d = int(p["dim"])  # transformers: 1 / 10000 ** (arange(0, d, 2) / d) in float32, then delta * w in it
-    w = (ct(1.0) / np.power(ct(p["base"]), np.arange(0, d, 2).astype(ct) / ct(d))).astype(at)
-    theta = delta.astype(at)[:, None] * w
+    # as the Transformer-XL score emulation: frequencies in ct (transformers: float32), angles in at
+    w = lowp_frequencies(sinusoidal_frequencies(dim=int(p["dim"]), base=float(p["base"])), float(p["base"]), ct)
+    theta: NDArray[Any] = compute.xl_clamped(p, inputs["distances"]).astype(at)[:, None] * w.astype(at)
     return {"embedding": np.concatenate([np.sin(theta), np.cos(theta)], axis=-1).astype(ct)}
 
 
