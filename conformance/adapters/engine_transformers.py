@@ -173,7 +173,6 @@ class TransformersEngine:
 
     def run_model(self, config: dict[str, Any], layer: int, inputs: Mapping[str, Any], *, op: str,
                   context_length: int | None = None) -> dict[str, Any]:
-        torch = _torch()
         if op not in OPS:
             raise NotImplementedError(f"{op} is not covered by this engine harness (covers {', '.join(OPS)})")
         text, model, module = _built(json.dumps(config, sort_keys=True))
@@ -185,74 +184,83 @@ class TransformersEngine:
                 raise ConfigRejected(f"layer {layer}: the model built from the config has "
                                      f"{tables.layer_count(model)} layers")
             return tables.run(op, model, module, model_type, layer, inputs)
-        layers = _layers(model)
-        if not 0 <= layer < len(layers):
-            raise ConfigRejected(f"layer {layer}: the model built from the config has {len(layers)} layers")
-        attn = _attention(layers[layer])
-        positions = np.asarray(inputs["positions"])
-        q = torch.tensor(np.asarray(inputs["q"]), dtype=torch.float32).transpose(0, 1)[None]  # (1, H, T, D)
-        k = torch.tensor(np.asarray(inputs["k"]), dtype=torch.float32).transpose(0, 1)[None]
-        position_ids = torch.tensor(positions, dtype=torch.int64)[..., None, :]  # (1, T), MRoPE (3, 1, T)
-        split, returns = ROTATION.get(_text_type(config), ("whole", "cos_sin"))
-        if returns == "sincos_table":
-            return _gptj(module, attn, text, layer, q, k, positions)
-        scale = np.full(positions.shape[-1], _scaling(attn))
-        if getattr(attn, "attn_temperature_tuning", False) and not getattr(attn, "use_rope", True):
-            # Llama 4: the attention forward multiplies q by this on NoPE layers (modeling_llama4).
-            p = torch.tensor(positions, dtype=torch.float32)
-            temp = torch.log1p(torch.floor((p + 1.0) / attn.floor_scale)) * attn.attn_scale + 1.0
-            scale = scale * temp.double().numpy()
-        beta_rule = getattr(module, "get_llama_4_attn_scale", None)
-        rope_parameters = getattr(attn.config, "rope_parameters", None) if hasattr(attn, "config") else None
-        if callable(beta_rule) and isinstance(rope_parameters, Mapping) and "llama_4_scaling_beta" in rope_parameters:
-            # Ministral 3: the attention forward multiplies q by the modeling file's own rule, called with
-            # these arguments (the rope parameters as transformers standardised them), in q's dtype.
-            factor = beta_rule(torch.tensor(positions, dtype=torch.int64)[None],
-                               rope_parameters.get("llama_4_scaling_beta"),
-                               rope_parameters.get("original_max_position_embeddings")).to(torch.float32)
-            scale = scale * factor[0, 0, :, 0].double().numpy()
-        out: dict[str, Any] = {"logit_scale": scale}
-        if op == "model.nope" and getattr(attn, "use_rope", True):
-            raise ValueError(f"layer {layer}: transformers rotates this layer ({type(attn).__name__}); not a NoPE layer")
-        if not getattr(attn, "use_rope", True):
-            return {**out, "q_rot": inputs["q"], "k_rot": inputs["k"]}
-        with torch.device("cpu"):
-            rotary = type(model.rotary_emb)(config=text)
-        call_args: tuple[Any, ...] = (q, position_ids)
-        if "layer_type" in inspect.signature(rotary.forward).parameters:
-            call_args += (attn.layer_type,)
-        width = q.shape[-1]
-        if split == "rotary_ndims":
-            start, stop = 0, attn.rotary_ndims
-        elif split == "suffix":
-            start, stop = width - text.qk_rope_head_dim, width
+        return rotary_outputs(text, model, module, _text_type(config), layer, inputs, op=op)
+
+
+def rotary_outputs(text: Any, model: Any, module: Any, model_type: str, layer: int, inputs: Mapping[str, Any], *,
+                   op: str) -> dict[str, Any]:
+    """``model.rope`` / ``model.nope`` outputs of layer ``layer`` of a text model built from ``text``
+    (on the meta device) with the functions of its modeling ``module``: what :meth:`TransformersEngine.run_model`
+    returns, and what the vLLM harness reads from the transformers model its Transformers backend wraps."""
+    torch = _torch()
+    layers = _layers(model)
+    if not 0 <= layer < len(layers):
+        raise ConfigRejected(f"layer {layer}: the model built from the config has {len(layers)} layers")
+    attn = _attention(layers[layer])
+    positions = np.asarray(inputs["positions"])
+    q = torch.tensor(np.asarray(inputs["q"]), dtype=torch.float32).transpose(0, 1)[None]  # (1, H, T, D)
+    k = torch.tensor(np.asarray(inputs["k"]), dtype=torch.float32).transpose(0, 1)[None]
+    position_ids = torch.tensor(positions, dtype=torch.int64)[..., None, :]  # (1, T), MRoPE (3, 1, T)
+    split, returns = ROTATION.get(model_type, ("whole", "cos_sin"))
+    if returns == "sincos_table":
+        return _gptj(module, attn, text, layer, q, k, positions)
+    scale = np.full(positions.shape[-1], _scaling(attn))
+    if getattr(attn, "attn_temperature_tuning", False) and not getattr(attn, "use_rope", True):
+        # Llama 4: the attention forward multiplies q by this on NoPE layers (modeling_llama4).
+        p = torch.tensor(positions, dtype=torch.float32)
+        temp = torch.log1p(torch.floor((p + 1.0) / attn.floor_scale)) * attn.attn_scale + 1.0
+        scale = scale * temp.double().numpy()
+    beta_rule = getattr(module, "get_llama_4_attn_scale", None)
+    rope_parameters = getattr(attn.config, "rope_parameters", None) if hasattr(attn, "config") else None
+    if callable(beta_rule) and isinstance(rope_parameters, Mapping) and "llama_4_scaling_beta" in rope_parameters:
+        # Ministral 3: the attention forward multiplies q by the modeling file's own rule, called with
+        # these arguments (the rope parameters as transformers standardised them), in q's dtype.
+        factor = beta_rule(torch.tensor(positions, dtype=torch.int64)[None],
+                           rope_parameters.get("llama_4_scaling_beta"),
+                           rope_parameters.get("original_max_position_embeddings")).to(torch.float32)
+        scale = scale * factor[0, 0, :, 0].double().numpy()
+    out: dict[str, Any] = {"logit_scale": scale}
+    if op == "model.nope" and getattr(attn, "use_rope", True):
+        raise ValueError(f"layer {layer}: transformers rotates this layer ({type(attn).__name__}); not a NoPE layer")
+    if not getattr(attn, "use_rope", True):
+        return {**out, "q_rot": inputs["q"], "k_rot": inputs["k"]}
+    with torch.device("cpu"):
+        rotary = type(model.rotary_emb)(config=text)
+    call_args: tuple[Any, ...] = (q, position_ids)
+    if "layer_type" in inspect.signature(rotary.forward).parameters:
+        call_args += (attn.layer_type,)
+    width = q.shape[-1]
+    if split == "rotary_ndims":
+        start, stop = 0, attn.rotary_ndims
+    elif split == "suffix":
+        start, stop = width - text.qk_rope_head_dim, width
+    else:
+        start, stop = 0, width
+    with torch.no_grad():
+        embedding = rotary(*call_args)
+        q_r, k_r = q[..., start:stop], k[..., start:stop]
+        if returns == "cos_sin":
+            cos, sin = embedding
+            apply = (module.apply_rotary_pos_emb_interleave if getattr(text, "rope_interleave", False)
+                     and hasattr(module, "apply_rotary_pos_emb_interleave") else module.apply_rotary_pos_emb)
+            q_r, k_r = apply(q_r, k_r, cos, sin)
+            pairs = _per_pair(cos[0], sin[0])
+        elif returns == "cos_sin_each":
+            cos, sin = embedding
+            q_r, k_r = (module.apply_rotary_pos_emb(x.transpose(1, 2), cos, sin, unsqueeze_dim=2).transpose(1, 2)
+                        for x in (q_r, k_r))
+            pairs = _per_pair(cos[0], sin[0])
         else:
-            start, stop = 0, width
-        with torch.no_grad():
-            embedding = rotary(*call_args)
-            q_r, k_r = q[..., start:stop], k[..., start:stop]
-            if returns == "cos_sin":
-                cos, sin = embedding
-                apply = (module.apply_rotary_pos_emb_interleave if getattr(text, "rope_interleave", False)
-                         and hasattr(module, "apply_rotary_pos_emb_interleave") else module.apply_rotary_pos_emb)
-                q_r, k_r = apply(q_r, k_r, cos, sin)
-                pairs = _per_pair(cos[0], sin[0])
-            elif returns == "cos_sin_each":
-                cos, sin = embedding
-                q_r, k_r = (module.apply_rotary_pos_emb(x.transpose(1, 2), cos, sin, unsqueeze_dim=2).transpose(1, 2)
-                            for x in (q_r, k_r))
-                pairs = _per_pair(cos[0], sin[0])
+            if returns == "complex_bthd":
+                q_r, k_r = module.apply_rotary_emb(q_r.transpose(1, 2), k_r.transpose(1, 2), embedding)
+                q_r, k_r = q_r.transpose(1, 2), k_r.transpose(1, 2)
             else:
-                if returns == "complex_bthd":
-                    q_r, k_r = module.apply_rotary_emb(q_r.transpose(1, 2), k_r.transpose(1, 2), embedding)
-                    q_r, k_r = q_r.transpose(1, 2), k_r.transpose(1, 2)
-                else:
-                    q_r, k_r = module.apply_rotary_emb(q_r, k_r, embedding)
-                pairs = {"cos": embedding[0].real.double().numpy(), "sin": embedding[0].imag.double().numpy()}
-            q_rot = torch.cat((q[..., :start], q_r, q[..., stop:]), -1)
-            k_rot = torch.cat((k[..., :start], k_r, k[..., stop:]), -1)
-        return {**out, "q_rot": q_rot[0].transpose(0, 1).double().numpy(),
-                "k_rot": k_rot[0].transpose(0, 1).double().numpy(), **pairs}
+                q_r, k_r = module.apply_rotary_emb(q_r, k_r, embedding)
+            pairs = {"cos": embedding[0].real.double().numpy(), "sin": embedding[0].imag.double().numpy()}
+        q_rot = torch.cat((q[..., :start], q_r, q[..., stop:]), -1)
+        k_rot = torch.cat((k[..., :start], k_r, k[..., stop:]), -1)
+    return {**out, "q_rot": q_rot[0].transpose(0, 1).double().numpy(),
+            "k_rot": k_rot[0].transpose(0, 1).double().numpy(), **pairs}
 
 
 def _cpu_attention(cls: type, text: Any, layer: int) -> Any:
