@@ -38,10 +38,20 @@ backend); ``model.alibi`` from the slopes the
 model file hands its attention backend (BLOOM's ``_get_alibi_slopes``; the kernel adds
 ``slope * (j - i)`` in C++, so the slopes, not that product, are vLLM's here); ``model.learned``
 through the model's own position embedding module called with the positions (OPT's offset of
-2, GPT-2's ``wpe``). The rest are ``not_applicable`` with the reason: models vLLM hands to its
-Transformers backend (BERT, RoBERTa, ...) are transformers' own code, checked by
-``engine_transformers.py``; vLLM 0.32 has no T5, DeBERTa-v2, MPT, BART, Marian or M2M100 class
-(:data:`_NO_MODULE`, or vLLM's own refusal of the config).
+2, GPT-2's ``wpe``), or for BERT and RoBERTa through their embedding module's forward, where
+RoBERTa adds ``pad_token_id + 1`` (a config that names no architecture is given the class its hub
+files name, :data:`_HUB_ARCHITECTURES`, so these run on vLLM's native BERT / RoBERTa classes).
+
+Models vLLM runs through its Transformers backend (``TransformersForCausalLM``: GPT-NeoX, Pythia,
+OLMo 2, Phi-2, SmolLM3 in vLLM 0.32) are covered for ``model.rope`` / ``model.nope``: the backend
+builds the transformers model itself and calls transformers' own rotary module and
+``apply_rotary_pos_emb``, so the rotation is read from that wrapped model with
+``engine_transformers.rotary_outputs`` (the transformers version vLLM pins, on the config vLLM
+parsed), and the logit multiplier is the ``scale`` of the vLLM ``Attention`` the backend puts on
+each attention module (:func:`_backend_rotary`). The rest are ``not_applicable`` with the
+reason: other Transformers-backend classes (a multimodal model built as an embedding model, say);
+vLLM 0.32 has no T5, DeBERTa-v2, MPT, BART, Marian or M2M100 class (:data:`_NO_MODULE`, or vLLM's
+own refusal of the config).
 """
 
 from __future__ import annotations
@@ -70,6 +80,13 @@ _NO_MODULE = {
     "model.transformer_xl": "vLLM 0.32 has no XLNet model class (no Transformer-XL relative rows)",
 }
 """Model ops vLLM has no layer for, with the reason (those cases are not_applicable)."""
+_HUB_ARCHITECTURES = {
+    "bert": "BertForMaskedLM",  # google-bert/bert-base-uncased's config.json
+    "roberta": "RobertaForMaskedLM",  # FacebookAI/roberta-base's config.json
+}
+"""Model types whose hub config names a class other than transformers' causal-LM class for the type:
+the architecture the harness writes into a config that names none (a causal-LM class would send
+these encoders to vLLM's Transformers backend, which no hub checkpoint of theirs asks for)."""
 _POSITION_MODULE = re.compile(r"(^|\.)(embed_positions|wpe|position_embeddings)$")
 _SKIP_MODULES = ("vision", "visual", "audio", "mm_projector", "multi_modal")
 
@@ -124,10 +141,12 @@ def _build(config_json: str) -> tuple[Any, Any, str]:
     if not config.get("architectures"):
         # Note: a config.json always names its architecture; catalogue entries keep only the
         # position-relevant fields, so the causal-LM class transformers registers for the
-        # model type stands in (the class vLLM then picks is named in the report's version).
+        # model type stands in (the class vLLM then picks is named in the report's version), or, for the
+        # encoders of _HUB_ARCHITECTURES, the class their hub files name.
         from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-        names = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.get("model_type"))
+        names = _HUB_ARCHITECTURES.get(str(config.get("model_type"))) or MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(
+            config.get("model_type"))
         if names:
             config["architectures"] = [names if isinstance(names, str) else names[0]]
     with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as handle:
@@ -227,7 +246,10 @@ class VllmEngine:
             import torch
             import vllm
 
-            self.version = f"vllm {vllm.__version__}, torch {torch.__version__}, default engine options"
+            import transformers
+
+            self.version = (f"vllm {vllm.__version__}, torch {torch.__version__}, transformers {transformers.__version__} "
+                            f"(config parsing, Transformers backend), default engine options")
         except ImportError:
             self.version = "vllm not installed"
 
@@ -249,7 +271,7 @@ class VllmEngine:
         except Exception as exc:  # vLLM refusing a config is a finding in itself
             return f"vLLM does not build this config ({type(exc).__name__}: {_message(exc)})"
         if "Transformers" in type(model).__name__ or architecture.startswith("Transformers"):
-            return f"vLLM runs this model through its Transformers backend ({architecture}: transformers' own code)"
+            return _backend_support(model, architecture, op)
         if op in TABLE_OPS:
             return _table_support(model, op)
         try:
@@ -262,6 +284,14 @@ class VllmEngine:
             return f"{type(attn).__name__}: multi-head latent attention without qk_rope_head_dim"
         return True
 
+    def loaded_rows(self, config: dict[str, Any], positions: Any) -> np.ndarray:
+        """For each position, the largest magnitude in the learned-table row it reads once a
+        checkpoint whose table is all ones (the config's ``max_position_embeddings`` rows) is loaded
+        through vLLM's own weight loader: 1 where the row holds checkpoint data, 0 where it is a row
+        of the padding the loader zero-fills (used by ``findings.py measure``)."""
+        _, model, _ = _engine(json.dumps(config))
+        return _learned(model, {"positions": positions}, loaded=True)["loaded"]
+
     def run_model(self, config: dict[str, Any], layer: int, inputs: Mapping[str, Any], *, op: str,
                   context_length: int | None = None) -> dict[str, Any]:
         import torch
@@ -273,6 +303,8 @@ class VllmEngine:
         layers = vllm_config.model_config.hf_text_config.num_hidden_layers
         if not 0 <= layer < layers:
             raise ValueError(f"layer {layer}: vLLM's model for this config has {layers} layers")
+        if type(model).__name__ == _BACKEND_CAUSAL:
+            return _backend_rotary(model, layer, inputs, op)
         if op == "model.alibi":
             return _alibi(model, layer, inputs)
         if op == "model.learned":
@@ -326,6 +358,55 @@ class VllmEngine:
         q_out[..., start:] = q_rot.double().numpy().reshape(t, heads, head_dim - start)
         k_out[..., start:] = k_rot.double().numpy().reshape(k_in.shape[0], k_in.shape[1], head_dim - start)
         return {**out, "q_rot": q_out, "k_rot": k_out, "cos": rotated[:, first], "sin": rotated[:, second]}
+
+
+# --- models vLLM runs through its Transformers backend -------------------------------------------
+
+_BACKEND_CAUSAL = "TransformersForCausalLM"
+
+
+def _transformers_harness() -> Any:
+    """``engine_transformers`` (next to this file): the rotation of a transformers model's layer."""
+    if str(os.path.dirname(os.path.abspath(__file__))) not in sys.path:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import engine_transformers
+
+    return engine_transformers
+
+
+def _backend_support(model: Any, architecture: str, op: str) -> bool | str:
+    """Whether the harness reads ``op`` from a model vLLM wraps with its Transformers backend."""
+    reason = f"vLLM runs this model through its Transformers backend ({architecture})"
+    if type(model).__name__ != _BACKEND_CAUSAL:
+        return (f"vLLM runs this config through its Transformers backend as a {type(model).__name__}: the harness "
+                f"reads the backend's causal-LM class ({_BACKEND_CAUSAL}) only")
+    if op not in ROTARY_OPS:
+        return f"{reason}: the harness reads the backend's rotary layers only (model.rope, model.nope)"
+    model_type = str(getattr(model.model.config, "model_type", ""))
+    if model_type not in _transformers_harness().ROTATION:
+        return f"{reason}: transformers' {model_type!r} rotation is not one engine_transformers.py builds"
+    return True
+
+
+def _backend_rotary(model: Any, layer: int, inputs: Mapping[str, Any], op: str) -> dict[str, Any]:
+    """``model.rope`` / ``model.nope`` of a model vLLM wraps with its Transformers backend.
+
+    vLLM's ``TransformersForCausalLM`` builds the transformers model itself (``AutoModel.from_config``
+    on the config vLLM parsed, attention implementation ``"vllm"``), hands it vLLM's positions as
+    ``position_ids`` (``(1, T)``) and puts a vLLM ``Attention`` on every attention module, whose
+    ``scale`` (read by vLLM from the attention forward's ``scaling=`` argument, ``head_size ** -0.5``
+    where it finds none) is the logit multiplier the kernel applies, not transformers' own. So the
+    rotation is the wrapped model's (its rotary module and its modeling file's ``apply_rotary_pos_emb``,
+    through ``engine_transformers.rotary_outputs`` on vLLM's model and vLLM's config: the transformers
+    version vLLM pins) and the logit multiplier is the vLLM ``Attention``'s ``scale``."""
+    harness = _transformers_harness()
+    hf = model.model
+    module = sys.modules[type(hf).__module__]
+    out = harness.rotary_outputs(hf.config, hf, module, str(hf.config.model_type), layer, inputs, op=op)
+    attn = harness._attention(harness._layers(hf)[layer])
+    per_position = np.asarray(out["logit_scale"]) / harness._scaling(attn)  # q factors of the forward (1: none)
+    out["logit_scale"] = float(_backend_scale(attn)) * per_position
+    return out
 
 
 def _latent(attn: Any) -> bool:
@@ -388,10 +469,6 @@ def _table_support(model: Any, op: str) -> bool | str:
     found = _position_module(model)
     if found is None:
         return True  # no learned table (a rotary model, say): run_model rejects the layer
-    name, _ = found
-    if "roberta" in type(model).__name__.lower():
-        return (f"vLLM's RoBERTa adds padding_idx + 1 to the positions inside the embedding forward, together with "
-                f"the word and type embeddings and a LayerNorm: the row is not read apart ({name})")
     return True
 
 
@@ -425,11 +502,16 @@ def _alibi(model: Any, layer: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {"bias": slopes[:, None, None] * (k[None, None, :] - q[None, :, None]).astype(np.float64)}
 
 
-def _learned(model: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
+def _learned(model: Any, inputs: Mapping[str, Any], *, loaded: bool = False) -> dict[str, Any]:
     """The table row each position reads: the model's position embedding module (OPT's adds its
-    offset of 2 in its forward; GPT-2's ``wpe`` is a plain embedding), called with the positions
-    as vLLM passes them, on a CPU copy whose row ``r`` holds ``r``; past the table the lookup
-    raises ``IndexError``."""
+    offset of 2 in its forward; GPT-2's ``wpe`` is a plain embedding), or, where that table sits in
+    a BERT-style embedding module (BERT, RoBERTa: word + token type + position rows, then a
+    LayerNorm), that module's own forward, which is where RoBERTa adds ``padding_idx + 1``; called
+    with the positions as vLLM passes them, on a CPU copy whose row ``r`` holds ``r``. Past the
+    table the lookup raises ``IndexError``; a row of the padding vLLM's ``VocabParallelEmbedding``
+    adds (to a multiple of 64 rows) is read as its row number, past the table's length. With
+    ``loaded``, the copy holds instead what a checkpoint of ones leaves in it once loaded (see
+    :meth:`VllmEngine.loaded_rows`), and the largest magnitude of each row read is returned."""
     import copy
 
     import torch
@@ -437,13 +519,55 @@ def _learned(model: Any, inputs: Mapping[str, Any]) -> dict[str, Any]:
     found = _position_module(model)
     if found is None:
         raise ValueError(f"vLLM's {type(model).__name__} has no learned position table (another scheme)")
-    _, module = found
-    table = copy.deepcopy(module).to_empty(device="cpu")
-    with torch.no_grad():
-        weight = table.weight
-        weight.copy_(torch.arange(weight.shape[0], dtype=weight.dtype)[:, None].expand(weight.shape))
-        rows = table(torch.tensor(np.asarray(inputs["positions"]), dtype=torch.int64))
+    name, module = found
+    fill = functools.partial(_load_ones, module) if loaded else _ramp
+    positions = torch.tensor(np.asarray(inputs["positions"]), dtype=torch.int64)
+    parent = model.get_submodule(name.rpartition(".")[0]) if "." in name else None
+    if parent is not None and all(hasattr(parent, part) for part in _BERT_EMBEDDING):
+        embedding = copy.deepcopy(parent).to_empty(device="cpu")
+        with torch.no_grad():
+            embedding.word_embeddings.weight.zero_()
+            embedding.token_type_embeddings.weight.zero_()
+            fill(embedding.position_embeddings)
+            # Note: the LayerNorm (no position in it) would turn the row r, r, ..., r into zeros;
+            # it is the one part of the module replaced, so the row read comes out as it is.
+            embedding.LayerNorm = torch.nn.Identity()
+            rows = embedding(input_ids=torch.zeros_like(positions), position_ids=positions)
+    else:
+        table = copy.deepcopy(module).to_empty(device="cpu")
+        with torch.no_grad():
+            fill(table)
+            rows = table(positions)
+    if loaded:
+        return {"loaded": rows.abs().amax(-1).double().numpy()}
     return {"index": np.asarray(np.rint(rows[..., 0].double().numpy()), dtype=np.int64)}
+
+
+_BERT_EMBEDDING = ("word_embeddings", "token_type_embeddings", "position_embeddings", "LayerNorm")
+
+
+def _ramp(table: Any) -> None:
+    """Row ``r`` of an embedding table holds ``r`` in every column (padding rows included)."""
+    import torch
+
+    weight = table.weight
+    weight.copy_(torch.arange(weight.shape[0], dtype=weight.dtype)[:, None].expand(weight.shape))
+
+
+def _load_ones(original: Any, table: Any) -> None:
+    """``table`` (a CPU copy of ``original``) as a checkpoint of ones loads into it: through vLLM's own
+    ``weight_loader`` for a ``VocabParallelEmbedding`` (the checkpoint holds ``org_vocab_size`` rows,
+    the config's length; the loader fills the rows it pads the table with), every row otherwise."""
+    import torch
+
+    loader = getattr(original, "weight_loader", None)
+    if loader is None:
+        table.weight.fill_(1.0)
+        return
+    # Note: to_empty drops the attributes vLLM sets on its parameters; the loader reads output_dim.
+    table.weight.output_dim = getattr(original.weight, "output_dim", None)
+    table.weight_loader(table.weight, torch.ones(original.org_vocab_size, table.weight.shape[1],
+                                                 dtype=table.weight.dtype))
 
 
 def _backend_scale(attn: Any) -> float:
