@@ -259,6 +259,34 @@ FINDINGS: tuple[Finding, ...] = (
         positions=(0, 1, 1023, 1024, 4096),
     ),
     Finding(
+        id="vllm-roberta-padding-rows",
+        engine="vllm", kind="engine",
+        cases=("model.roberta-base.encoder.table_row.error.past_table",),
+        title="vLLM's RoBERTa, from the config alone, serves 514 positions from a 514-row table that starts at "
+              "row 2: positions 512 and 513 read the zero rows vLLM pads the table with, without an error",
+        computes="`max_model_len` 514 (`max_position_embeddings`, vLLM's default derivation; no "
+                 "`tokenizer_config.json` beside the config), so sequences of up to 514 tokens are admitted; "
+                 "`RobertaEmbedding.forward` reads row `position + pad_token_id + 1` of a `VocabParallelEmbedding` "
+                 "that vLLM pads from 514 to 576 rows (a multiple of 64), so positions 512 and 513 read rows 514 "
+                 "and 515, which its `weight_loader` fills with zeros after copying the checkpoint's 514 rows: "
+                 "the last two tokens of such a sequence get no position embedding and no error is raised",
+        config_says="`max_position_embeddings` 514 rows and `pad_token_id` 1: positions start at row 2, so the "
+                    "table serves positions 0..511; transformers raises `IndexError` for position 512 and the "
+                    "reference rejects it (`out_of_range`)",
+        cause="the maximum length is derived from `max_position_embeddings` as for a model whose positions start "
+              "at row 0; the RoBERTa offset of `pad_token_id + 1` rows is not subtracted, and the padded table "
+              "turns the out-of-range lookup into a read of zero rows",
+        report="vllm-project/vllm#19201 (merged): bge-reranker-base (`max_position_embeddings` 514) failed with a "
+               "CUDA device-side assert at 514 tokens; the fix lowers `max_model_len` to `model_max_length` from "
+               "`tokenizer_config.json` where that file gives one, so a folder without it (or a tokenizer config "
+               "without that key) still gets 514",
+        minimal_config={"model_type": "roberta", "hidden_size": 64, "num_attention_heads": 4,
+                        "num_hidden_layers": 1, "max_position_embeddings": 514, "pad_token_id": 1},
+        positions=(0, 1, 511, 512, 513),
+        notes=("Whether FacebookAI/roberta-base's own `tokenizer_config.json` carries `model_max_length` (which "
+               "would cap a download of the whole repository at 512) was not checked: no hub access here.",),
+    ),
+    Finding(
         id="vllm-deepseek-v3-rope-channels-interleaved",
         engine="vllm", kind="harness",
         cases=("model.deepseek-v3.*",), outputs=("q_rot", "k_rot"),
@@ -373,6 +401,8 @@ def measure_one(adapter: Any, finding: Finding) -> dict[str, Any]:
         return {"reference_error": str(exc), "engine_non_finite": [int((~np.isfinite(cos)).sum()), int(cos.size)]}
     if layer.scheme == "alibi":
         return _measure_bias(adapter, finding, config, positions)
+    if layer.scheme == "learned":
+        return _measure_table(adapter, finding, config, positions, int(layer.params["num_positions"]))
     op = "model.nope" if layer.scheme == "nope" else "model.rope"
     inputs = {"positions": positions, "q": rng.standard_normal((t, layer.num_heads, layer.head_dim)),
               "k": rng.standard_normal((t, layer.num_kv_heads, layer.head_dim))}
@@ -423,6 +453,33 @@ def _measure_bias(adapter: Any, finding: Finding, config: dict[str, Any], positi
                            "reference": float(ref[worst]), "engine": float(got[worst])}}
 
 
+def _measure_table(adapter: Any, finding: Finding, config: dict[str, Any], positions: Any,
+                   rows: int) -> dict[str, Any]:
+    """A learned table: the row the engine reads for each position beside the reference's (or the
+    reference's error past the table), and, where the adapter can load a checkpoint into the
+    table (``loaded_rows``), whether the row read holds checkpoint data."""
+    import numpy as np
+
+    from posenc_ref.errors import SpecError
+    from posenc_ref.registry import get_op
+
+    params = {"model": finding.id, "config": config, "layer": finding.layer, "context_length": None}
+    reference: list[Any] = []
+    for p in positions:
+        try:
+            reference.append(int(get_op("model.learned").call(params, {"positions": np.asarray([p])})["index"][0]))
+        except SpecError as exc:
+            reference.append(f"error: {str(exc).split(': ', 1)[-1]}")
+    got = adapter.run_model(json.loads(json.dumps(config)), finding.layer, {"positions": positions}, op="model.learned",
+                            context_length=None)
+    out: dict[str, Any] = {"op": "model.learned", "positions": list(finding.positions), "layer": finding.layer,
+                           "layer_kind": "learned", "table_rows": rows, "reference_rows": reference,
+                           "engine_rows": [int(i) for i in np.asarray(got["index"])]}
+    if hasattr(adapter, "loaded_rows"):
+        out["loaded"] = [float(x) for x in adapter.loaded_rows(json.loads(json.dumps(config)), positions)]
+    return out
+
+
 def measure(engine: str) -> dict[str, Any]:
     adapter = _adapter(engine)
     results: dict[str, Any] = {}
@@ -467,6 +524,13 @@ def _effect(m: dict[str, Any] | None) -> list[str]:
         return [f"- **Measured effect**: on the minimal config the engine raised `{m['raised']}`."]
     lines = [f"- **Measured effect** (minimal config, layer {m['layer']} ({m['layer_kind']}), positions "
              f"{m['positions']}):"]
+    if "engine_rows" in m:
+        lines.append(f"  table of {m['table_rows']} rows; rows read by the engine {m['engine_rows']}, by the reference "
+                     f"{m['reference_rows']}.")
+        if "loaded" in m:
+            lines.append(f"  With a checkpoint table of ones loaded by the engine's own weight loader, the rows read hold "
+                         f"{m['loaded']} (largest magnitude per row; 0: a padding row, no checkpoint data).")
+        return lines
     if "bias_max_abs_diff" in m:
         w = m["bias_worst"]
         lines.append(f"  the bias added to the scores differs by up to {_fmt(m['bias_max_abs_diff'])} over the causal "
