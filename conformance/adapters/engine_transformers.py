@@ -45,7 +45,7 @@ import importlib
 import inspect
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -188,10 +188,14 @@ class TransformersEngine:
 
 
 def rotary_outputs(text: Any, model: Any, module: Any, model_type: str, layer: int, inputs: Mapping[str, Any], *,
-                   op: str) -> dict[str, Any]:
+                   op: str, scaling: Callable[[Any], float] | None = None) -> dict[str, Any]:
     """``model.rope`` / ``model.nope`` outputs of layer ``layer`` of a text model built from ``text``
     (on the meta device) with the functions of its modeling ``module``: what :meth:`TransformersEngine.run_model`
-    returns, and what the vLLM harness reads from the transformers model its Transformers backend wraps."""
+    returns, and what the vLLM harness reads from the transformers model its Transformers backend wraps.
+    ``scaling`` reads the multiplier of q.k from the layer's attention module (default: the module's own,
+    :func:`_scaling`; the vLLM harness passes the scale of the attention kernel vLLM puts there); the
+    per-position q factors of the forward (Llama 4 NoPE temperature, Ministral 3) multiply it. GPT-J's
+    layer reads its own ``scale_attn``."""
     torch = _torch()
     layers = _layers(model)
     if not 0 <= layer < len(layers):
@@ -204,7 +208,7 @@ def rotary_outputs(text: Any, model: Any, module: Any, model_type: str, layer: i
     split, returns = ROTATION.get(model_type, ("whole", "cos_sin"))
     if returns == "sincos_table":
         return _gptj(module, attn, text, layer, q, k, positions)
-    scale = np.full(positions.shape[-1], _scaling(attn))
+    scale = np.full(positions.shape[-1], (scaling or _scaling)(attn))
     if getattr(attn, "attn_temperature_tuning", False) and not getattr(attn, "use_rope", True):
         # Llama 4: the attention forward multiplies q by this on NoPE layers (modeling_llama4).
         p = torch.tensor(positions, dtype=torch.float32)

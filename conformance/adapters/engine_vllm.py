@@ -399,14 +399,10 @@ def _backend_rotary(model: Any, layer: int, inputs: Mapping[str, Any], op: str) 
     rotation is the wrapped model's (its rotary module and its modeling file's ``apply_rotary_pos_emb``,
     through ``engine_transformers.rotary_outputs`` on vLLM's model and vLLM's config: the transformers
     version vLLM pins) and the logit multiplier is the vLLM ``Attention``'s ``scale``."""
-    harness = _transformers_harness()
     hf = model.model
     module = sys.modules[type(hf).__module__]
-    out = harness.rotary_outputs(hf.config, hf, module, str(hf.config.model_type), layer, inputs, op=op)
-    attn = harness._attention(harness._layers(hf)[layer])
-    per_position = np.asarray(out["logit_scale"]) / harness._scaling(attn)  # q factors of the forward (1: none)
-    out["logit_scale"] = float(_backend_scale(attn)) * per_position
-    return out
+    return _transformers_harness().rotary_outputs(hf.config, hf, module, str(hf.config.model_type), layer, inputs,
+                                                  op=op, scaling=_backend_scale)
 
 
 def _latent(attn: Any) -> bool:
