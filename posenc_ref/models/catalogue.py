@@ -100,6 +100,10 @@ _XLNET_COPIES = (
     "zaidhassanch/gector@242aa88a2fc83c41390b155d2566f0d423f2fd5c pretrained_models/xlnet-base-cased/config.json "
     "(an earlier format: n_token, no model_type) agree on every position key: d_model 768, n_head 12, d_head 64, "
     "n_layer 12, attn_type 'bi', bi_data false, clamp_len -1, mem_len null, same_length false")
+_PHI2_COPIES = (
+    "henryhmko/VLM_interpretability@53ca1a97573e0a0133c7c3949a9caa84a44a2449 phi-2/config.json (the whole file, "
+    "_name_or_path microsoft/phi-2, transformers_version 4.37.0): every position key here is equal, and its "
+    "rope_scaling is null")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
@@ -218,7 +222,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("phi-2", "phi", "microsoft/phi-2", {
         "model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "partial_rotary_factor": 0.4, "rope_theta": 10000.0,
-        "max_position_embeddings": 2048}, _CANON),
+        "max_position_embeddings": 2048}, _COPY, copies=_PHI2_COPIES),
     _entry("falcon-7b", "falcon", "tiiuae/falcon-7b", {
         "model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "num_hidden_layers": 32,
         "multi_query": True, "alibi": False, "new_decoder_architecture": False}, _CANON,
