@@ -104,6 +104,45 @@ _PHI2_COPIES = (
     "henryhmko/VLM_interpretability@53ca1a97573e0a0133c7c3949a9caa84a44a2449 phi-2/config.json (the whole file, "
     "_name_or_path microsoft/phi-2, transformers_version 4.37.0): every position key here is equal, and its "
     "rope_scaling is null")
+_LLAMA32_1B_COPIES = (
+    "MatthewGoldsberry/LLM-Projects@bf1733705e944f312bf5564d13932a9b6de21606 Llama-3.2-1B/config.json (the whole "
+    "file, LlamaForCausalLM, transformers_version 4.45.0.dev0): every position key here is equal, rope_scaling "
+    "included (llama3, factor 32.0, low 1.0, high 4.0, original 8192)")
+_QWEN3_8B_COPIES = (
+    "sanjithudupa/compute-aware-arch-search@38147a2fa897d01d267ce4876b216d00804e8797 Qwen3-8B/config.json "
+    "(Qwen3ForCausalLM, vocab 151936, re-saved by transformers 4.57.1, which writes layer_types: 36 x "
+    "full_attention): every key here is equal in value (rope_theta spelled 1000000, an integer); the copy also "
+    "has rope_scaling null, sliding_window null, use_sliding_window false and max_window_layers 36, which resolve "
+    "as their absence does (no scaling, no sliding layer)")
+_GPT_OSS_20B_COPIES = (
+    "jihengzhang/jihz-gpt-oss-20b@7ec89800d2b55da8f65106e8a6f794b7b6433df8 gpt-oss-20b/config.json (the whole file, "
+    "GptOssForCausalLM, transformers_version 4.55.0.dev0): every position key here is equal (rope_theta 150000, "
+    "yarn factor 32.0 with truncate false, sliding_window 128, layer_types alternating sliding/full from layer 0)")
+_BERT_BASE_COPIES = (
+    "kujaarora/MLBA_CRM@2ac1a419a631725cb378840cea8580978972bf25 bert-base-uncased/config.json (BertModel, vocab "
+    "30522, transformers_version 4.56.2) and du511/Sonic-RNY80C@95e7682da5924fc864a9532e879165702661b920 "
+    "bert-base-uncased/config.json (_name_or_path bert-base-uncased, 4.48.2) agree on every position key here")
+_ROBERTA_BASE_COPIES = (
+    "AYaroshevskii/Tweet-Sentiment@21be2ab2f22ca17d71abbd0e009168ceea658dc9 roberta-base/config.json (an early "
+    "format: no model_type, no pad_token_id; vocab 50265): hidden_size 768, 12 heads, 12 layers and "
+    "max_position_embeddings 514 are equal; it has no pad_token_id (RobertaConfig's default is 1, the value here)")
+_BART_BASE_COPIES = (
+    "ibmm-unibe-ch/SMILES_or_SELFIES@d20ba5007f499e7d6d06a1714c7995aa42cf7c6e bart-base/config.json (a derivative: "
+    "_name_or_path bart-base, its own vocabulary of 51201): d_model 768, 6 + 6 layers, 12 + 12 heads and "
+    "max_position_embeddings 1024 are equal")
+_GPT2_COPIES = (
+    "LavenderCheng/LLM-Project---Team-5@f714e474f23d9c4452fe2c5747c75aca9c74b585 gpt2/config.json (_name_or_path "
+    "gpt2, transformers_version 4.38.2) and Fu-fangteng/AIAA_4051_NLP_Final_Proj@a94fc8956c6fb9bc56dab1d601bfd2f625524b2b "
+    "gpt2/config.json (4.54.0) agree on every position key here (n_positions 1024, n_ctx 1024)")
+_VIT_BASE_COPIES = (
+    "Vukkisa/AI-ML@b16802828035a9e89bd493664260719c173bbf49 vit-base-patch16-224/config.json "
+    "(ViTForImageClassification with the 1000 ImageNet labels, transformers_version 4.57.1): every position key "
+    "here is equal")
+_DEBERTA_V3_BASE_COPIES = (
+    "satishsingh-singh90/legal-Q-and-A-with-haystack@7aabdfe904d7fce5ba373997b45d9ba0ad3945a7 "
+    "deberta-v3-base/config.json (a question-answering fine-tune saved from microsoft/deberta-v3-base, "
+    "transformers_version 4.38.2): every position key here is equal (relative_attention true, "
+    "max_relative_positions -1, position_buckets 256, pos_att_type p2c c2p, position_biased_input false)")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
@@ -114,7 +153,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("llama-3.1-8b", "llama", "meta-llama/Llama-3.1-8B",
            _llama(4096, 32, 8, 32, 131072, 500000.0, rope_scaling=_llama3(8.0)), _CANON),
     _entry("llama-3.2-1b", "llama", "meta-llama/Llama-3.2-1B",
-           _llama(2048, 32, 8, 16, 131072, 500000.0, head_dim=64, rope_scaling=_llama3(32.0)), _CANON),
+           _llama(2048, 32, 8, 16, 131072, 500000.0, head_dim=64, rope_scaling=_llama3(32.0)), _COPY,
+           copies=_LLAMA32_1B_COPIES),
     _entry("llama-4-scout", "llama4", "meta-llama/Llama-4-Scout-17B-16E", {
         "model_type": "llama4", "text_config": {
             "model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "num_key_value_heads": 8,
@@ -146,7 +186,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("qwen3-8b", "qwen3", "Qwen/Qwen3-8B", {
         "model_type": "qwen3", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "head_dim": 128, "num_hidden_layers": 36, "max_position_embeddings": 40960, "rope_theta": 1000000.0},
-        _CANON),
+        _COPY, copies=_QWEN3_8B_COPIES),
     _entry("qwen2-vl-7b", "qwen2-vl", "Qwen/Qwen2-VL-7B-Instruct", {
         "model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
         "num_hidden_layers": 28, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
@@ -209,7 +249,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
                          "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False},
         "sliding_window": 128,
-        "layer_types": ["sliding_attention", "full_attention"] * 12}, _CANON),
+        "layer_types": ["sliding_attention", "full_attention"] * 12}, _COPY, copies=_GPT_OSS_20B_COPIES),
     _entry("gpt-neox-20b", "gpt-neox", "EleutherAI/gpt-neox-20b", {
         "model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64, "num_hidden_layers": 44,
         "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}, _CANON),
@@ -245,18 +285,18 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}, _CANON),
     _entry("bert-base-uncased", "bert", "google-bert/bert-base-uncased", {
         "model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
-        "max_position_embeddings": 512, "position_embedding_type": "absolute"}, _CANON),
+        "max_position_embeddings": 512, "position_embedding_type": "absolute"}, _COPY, copies=_BERT_BASE_COPIES),
     _entry("roberta-base", "roberta", "FacebookAI/roberta-base", {
         "model_type": "roberta", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
-        "max_position_embeddings": 514, "pad_token_id": 1}, _CANON),
+        "max_position_embeddings": 514, "pad_token_id": 1}, _COPY, copies=_ROBERTA_BASE_COPIES),
     _entry("bart-base", "bart", "facebook/bart-base", {
         "model_type": "bart", "d_model": 768, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 12,
-        "decoder_attention_heads": 12, "max_position_embeddings": 1024}, _CANON),
+        "decoder_attention_heads": 12, "max_position_embeddings": 1024}, _COPY, copies=_BART_BASE_COPIES),
     _entry("opt-125m", "opt", "facebook/opt-125m", {
         "model_type": "opt", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "max_position_embeddings": 2048}, _CANON),
     _entry("gpt2", "gpt2", "openai-community/gpt2", {
-        "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024}, _CANON),
+        "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024}, _COPY, copies=_GPT2_COPIES),
     _entry("whisper-small", "whisper", "openai/whisper-small", {
         "model_type": "whisper", "d_model": 768, "encoder_layers": 12, "decoder_layers": 12,
         "encoder_attention_heads": 12, "decoder_attention_heads": 12, "max_source_positions": 1500,
@@ -270,7 +310,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "pad_token_id": 1}, _CANON),
     _entry("vit-base-patch16-224", "vit", "google/vit-base-patch16-224", {
         "model_type": "vit", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
-        "image_size": 224, "patch_size": 16}, _CANON),
+        "image_size": 224, "patch_size": 16}, _COPY, copies=_VIT_BASE_COPIES),
     _entry("dinov2-base", "dinov2", "facebook/dinov2-base", {
         "model_type": "dinov2", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "image_size": 518, "patch_size": 14}, _CANON),
@@ -280,7 +320,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("deberta-v3-base", "deberta-v2", "microsoft/deberta-v3-base", {
         "model_type": "deberta-v2", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "max_position_embeddings": 512, "relative_attention": True, "max_relative_positions": -1,
-        "position_buckets": 256, "pos_att_type": ["p2c", "c2p"], "position_biased_input": False}, _CANON),
+        "position_buckets": 256, "pos_att_type": ["p2c", "c2p"], "position_biased_input": False}, _COPY,
+           copies=_DEBERTA_V3_BASE_COPIES),
     _entry("smollm3-3b", "smollm3", "HuggingFaceTB/SmolLM3-3B", {
         "model_type": "smollm3", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
         "num_hidden_layers": 36, "max_position_embeddings": 65536, "rope_theta": 5000000.0,
