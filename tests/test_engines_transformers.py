@@ -184,3 +184,46 @@ def test_gptj_rotates_the_first_rotary_dim_channels_in_interleaved_pairs() -> No
     expected = rope_apply(q, POSITIONS, rotary_dim=64, layout="interleaved")[0].transpose(1, 0, 2)
     np.testing.assert_allclose(out["q_rot"], expected, atol=8e-6 * (1 + POSITIONS.max()))
     np.testing.assert_allclose(out["logit_scale"], np.full(len(POSITIONS), 256 ** -0.5), rtol=1e-7)
+
+
+_SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "num_hidden_layers": 4, "vocab_size": 128}
+
+
+@pytest.mark.parametrize("config", [
+    {"model_type": "qwen3", "use_sliding_window": True, "max_window_layers": 2},  # the class's 4096
+    {"model_type": "qwen3", "use_sliding_window": True, "sliding_window": 64, "num_hidden_layers": 30},  # from 28
+    {"model_type": "qwen3", "use_sliding_window": False, "layer_types": ["sliding_attention"] * 4},
+    {"model_type": "qwen2", "use_sliding_window": False, "sliding_window": 131072, "max_window_layers": 1},
+    {"model_type": "qwen2", "use_sliding_window": True, "sliding_window": 32, "max_window_layers": 0},
+    {"model_type": "mistral"},  # the class's 4096 on every layer
+    {"model_type": "mistral", "sliding_window": None},
+    {"model_type": "mixtral", "num_local_experts": 2},
+    {"model_type": "phi3", "sliding_window": 48, "pad_token_id": 0},
+    {"model_type": "gemma2", "head_dim": 16},
+    {"model_type": "smollm3", "use_sliding_window": True, "sliding_window": 32, "no_rope_layer_interval": 2,
+     "pad_token_id": 0},
+    {"model_type": "smollm3", "sliding_window": 32, "no_rope_layer_interval": 2,
+     "pad_token_id": 0},
+], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items() if k != "layer_types"))
+def test_sliding_windows_per_layer_are_the_ones_transformers_builds(config: dict) -> None:
+    """The window of every layer as transformers 5 builds the model (the attention module's own
+    ``sliding_window`` where it keeps one; else ``config.sliding_window`` on every layer, as the
+    Mistral, Mixtral and Phi-3 modeling files pass it) against the resolver's reading."""
+    import torch
+    import transformers
+
+    from posenc_ref.models import resolve
+
+    config = {**_SMALL, **config}
+    hf_config = transformers.AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf_config)
+    built = []
+    for layer in model.model.layers:
+        attention = layer.self_attn
+        built.append(attention.sliding_window if hasattr(attention, "sliding_window") else hf_config.sliding_window)
+    resolved = resolve(config).layers
+    assert [layer.window for layer in resolved] == built
+    if getattr(hf_config, "layer_types", None) is not None:
+        assert [layer.kind for layer in resolved] == list(hf_config.layer_types)

@@ -53,6 +53,27 @@ def test_gemma3_sliding_layers_use_the_local_base_and_no_scaling():
         assert lp.logit_scale == pytest.approx(168 ** -0.5, rel=1e-15)
 
 
+def test_sliding_windows_follow_the_config_class_defaults_and_use_sliding_window():
+    # transformers 5.17 configuration_qwen3.py: sliding_window 4096 and max_window_layers 28 by default, kept
+    # only when use_sliding_window; layers from max_window_layers on slide.
+    qwen3 = {**LLAMA, "model_type": "qwen3", "num_hidden_layers": 30, "use_sliding_window": True}
+    m = resolve(qwen3)
+    assert [lp.window for lp in m.layers] == [None] * 28 + [4096] * 2
+    assert m.provenance.defaulted["sliding_window"] == 4096 and m.provenance.defaulted["max_window_layers"] == 28
+    m = resolve({**qwen3, "use_sliding_window": False, "sliding_window": 131072})
+    assert {lp.window for lp in m.layers} == {None} and {lp.kind for lp in m.layers} == {"full_attention"}
+    assert "sliding_window" in m.provenance.ignored and any("dropped" in n for n in m.provenance.notes)
+    # configuration_mistral.py: an absent sliding_window is the class's 4096 on every layer; null is none.
+    mistral = {**LLAMA, "model_type": "mistral"}
+    assert [lp.window for lp in resolve(mistral).layers] == [4096, 4096]
+    assert [lp.window for lp in resolve({**mistral, "sliding_window": None}).layers] == [None, None]
+    # a model type without sliding layers leaves the key unread (Llama never slides)
+    assert "sliding_window" in resolve({**LLAMA, "sliding_window": 64}).provenance.ignored
+    assert any("vLLM does not load" in n for n in resolve(qwen3, interpretation="vllm").provenance.notes)
+    m = resolve({**qwen3, "use_sliding_window": False, "layer_types": ["sliding_attention"] * 30})
+    assert {lp.window for lp in m.layers} == {None} and any("no window" in n for n in m.provenance.notes)
+
+
 def test_gemma3_written_for_transformers_5_reads_the_same():
     text = dict(get("gemma-3-4b").config["text_config"])
     scaling, theta, local = text.pop("rope_scaling"), text.pop("rope_theta"), text.pop("rope_local_base_freq")
@@ -324,6 +345,8 @@ def test_unknown_keys_are_listed_never_an_error():
       "original_max_position_embeddings": 1024}, "short_factor must be a list of rotary_dim/2 = 8 numbers"),
     ({**LLAMA, "layer_types": ["full_attention"]}, "layer_types must list one type per layer"),
     ({**LLAMA, "hidden_size": 66}, "hidden_size=66 is not a multiple of num_attention_heads=4"),
+    ({**LLAMA, "model_type": "mistral", "sliding_window": 0}, "sliding_window must be an integer >= 1 or null, got 0"),
+    ({**LLAMA, "model_type": "gemma4_text", "sliding_window": None}, "Gemma4TextConfig has no null window"),
     ({**LLAMA, "model_type": "no_such_model"}, "not one posenc-ref reads"),
     ({**LLAMA, "rope_parameters": {"full_attention": {"rope_theta": 1e4}}, "layer_types": ["sliding_attention"] * 2},
      "no entry for layer type 'sliding_attention'"),

@@ -29,7 +29,42 @@ def _attention_shape(r: Reader, *, heads_key: str = "num_attention_heads", hidde
     return heads, kv, hidden // heads
 
 
-def _layer_types(r: Reader, model_type: str, n: int) -> list[str]:
+_WINDOW_DEFAULT: Final = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "gemma4_text": 512, "gpt_oss": 128,
+                          "qwen2": 4096, "qwen3": 4096, "qwen2_vl": 4096, "qwen2_vl_text": 4096}
+"""transformers 5.17 config-class defaults of ``sliding_window``, taken when the key is absent (a JSON
+null is no window, except for Gemma 4, whose class rejects it); the other windowed types default to no
+window."""
+_EVERY_LAYER: Final = ("mistral", "mixtral", "phi3", "ministral3")
+"""Types whose modeling file gives every layer ``config.sliding_window`` (no ``layer_types``)."""
+_GATED: Final = {"qwen2": 28, "qwen3": 28, "qwen2_vl": 80, "qwen2_vl_text": 80, "smollm3": None}
+"""Types whose config class keeps ``sliding_window`` only when ``use_sliding_window`` is true (value: the
+class default of ``max_window_layers``, None where the type has none)."""
+_WINDOWED: Final = ("gemma2", "gemma3_text", "gemma4_text", "gpt_oss", *_EVERY_LAYER, *_GATED)
+
+
+def _sliding_window(r: Reader, model_type: str) -> int | None:
+    """The window of the model's sliding layers, or None (transformers 5.17 config classes). A type
+    without sliding layers leaves the key unread, so it is listed as ignored."""
+    if model_type not in _WINDOWED:
+        return None
+    if model_type in _GATED and not r.get("use_sliding_window", False):
+        if r.has("sliding_window"):  # Note: Qwen2/Qwen3/SmolLM3 configs drop sliding_window unless use_sliding_window
+            r.note(f"use_sliding_window is false: {r.prefix}sliding_window={r.data['sliding_window']!r} is dropped "
+                   f"(no layer slides)")
+        return None
+    if "sliding_window" in r.data:
+        window = r.get("sliding_window")
+    else:
+        window = r.get("sliding_window", _WINDOW_DEFAULT.get(model_type))
+    if window is None and model_type == "gemma4_text":
+        raise SpecError(f"{FUNC}: {r.prefix}sliding_window must be an integer >= 1 (Gemma4TextConfig has no null "
+                        f"window), got None")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise SpecError(f"{FUNC}: {r.prefix}sliding_window must be an integer >= 1 or null, got {window!r}")
+    return window
+
+
+def _layer_types(r: Reader, model_type: str, n: int, window: int | None, uses_rope: list[bool]) -> list[str]:
     if r.has("layer_types"):
         types = r.get("layer_types")
         if not isinstance(types, list) or len(types) != n or not all(isinstance(t, str) for t in types):
@@ -50,10 +85,14 @@ def _layer_types(r: Reader, model_type: str, n: int) -> list[str]:
         return ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n)]
     if model_type == "gpt_oss":
         return ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
-    if model_type in ("mistral", "mixtral", "phi3") and r.get("sliding_window") is not None:
+    if window is None:
+        return ["full_attention"] * n
+    if model_type in _EVERY_LAYER:
         return ["sliding_attention"] * n  # Note: transformers applies sliding_window to every layer
-    if model_type in ("qwen2", "qwen2_vl_text", "qwen2_vl") and r.get("use_sliding_window", False):
-        top = r.integer("max_window_layers", n)
+    if model_type == "smollm3":  # Note: SmolLM3 slides on its NoPE layers only
+        return ["full_attention" if rotated else "sliding_attention" for rotated in uses_rope]
+    if model_type in _GATED:
+        top = r.integer("max_window_layers", _GATED[model_type], minimum=0)
         return ["sliding_attention" if i >= top else "full_attention" for i in range(n)]
     return ["full_attention"] * n
 

@@ -68,6 +68,8 @@ def rope_source(r: Reader, layer_type: str, *, theta_key: str, default_theta: fl
     if local_theta is not None and layer_type == "sliding_attention":
         # Note: Gemma 3 sliding layers: default rope at rope_local_base_freq, never the global scaling
         return {"rope_type": "default", "rope_theta": local_theta}
+    if not r.has("rope_scaling"):
+        r.get("rope_scaling")  # a JSON null rope_scaling is read: no scaling
     node = r.child("rope_scaling") if r.has("rope_scaling") else Reader({}, r.prefix + "rope_scaling.", parent=r)
     return _Legacy(node, r.number(theta_key, default_theta))
 

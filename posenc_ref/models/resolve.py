@@ -13,7 +13,7 @@ from typing import Any, Final
 from posenc_ref.errors import SpecError
 from posenc_ref.models import _rope
 from posenc_ref.models._layer_rules import (_attention_shape, _layer_types, _lookup_any, _layout, _rotary,
-                                            _softmax_multiplier, _temperature, _uses_rope)
+                                            _sliding_window, _softmax_multiplier, _temperature, _uses_rope)
 from posenc_ref.models._reader import FUNC, Reader, load_config
 
 INTERPRETATIONS: Final[dict[str, str]] = {
@@ -183,13 +183,19 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
         max_position = r.integer("max_position_embeddings", _MAX_POSITION_DEFAULT.get(model_type, 2048))
     if model_type in ("deepseek_v2", "deepseek_v3"):
         head_dim = r.integer("qk_nope_head_dim") + r.integer("qk_rope_head_dim")
-    types = _layer_types(r, model_type, n)
     uses_rope = _uses_rope(r, model_type, n)
+    window = _sliding_window(r, model_type)
+    types = _layer_types(r, model_type, n, window, uses_rope)
+    if interpretation == "vllm" and model_type in ("qwen2", "qwen3") and len(set(types)) > 1:
+        r.note("vLLM does not load this config: its Qwen2/Qwen3 model asserts max_window_layers == "
+               "num_hidden_layers when layer_types mix sliding and full attention (model_executor/models/qwen2.py)")
+    if window is None and "sliding_attention" in types:
+        r.note("layer_types lists sliding_attention layers but the config gives them no window: they attend to "
+               "every earlier key")
     theta_key = "rotary_emb_base" if model_type == "gpt_neox" and not r.has("rope_theta") else "rope_theta"
     default_theta = {"gemma3_text": 1e6, "mixtral": 1e6, "qwen2_vl_text": 1e6, "cohere": 10000.0,
                      "gpt_oss": 150000.0, "llama4_text": 500000.0}.get(model_type, 10000.0)
     local = r.number("rope_local_base_freq", 10000.0) if model_type == "gemma3_text" else None
-    window = r.integer("sliding_window", 512) if model_type == "gemma4_text" else r.get("sliding_window")
     wide = _gemma4_full_layers(r) if model_type == "gemma4_text" else None
     chunk = r.get("attention_chunk_size") if model_type == "llama4_text" else None
     scalar = r.number("query_pre_attn_scalar", 256.0) if model_type in ("gemma2", "gemma3_text") else None
