@@ -143,15 +143,52 @@ _DEBERTA_V3_BASE_COPIES = (
     "deberta-v3-base/config.json (a question-answering fine-tune saved from microsoft/deberta-v3-base, "
     "transformers_version 4.38.2): every position key here is equal (relative_attention true, "
     "max_relative_positions -1, position_buckets 256, pos_att_type p2c c2p, position_biased_input false)")
+_GPT_NEOX_20B_COPIES = (
+    "QiushengSong/Mamba_for_Named_Entity_Recoginition@626e582996aad783aa7fa1e063b13e4ff1550812 "
+    "EleutherAI/gpt-neox-20b/config.json (the whole file, GPTNeoXForCausalLM, vocab 50432, transformers_version "
+    "4.19.0.dev0): every position key here is equal (rotary_pct 0.25, rotary_emb_base 10000, no rope_theta)")
+_GPT_J_6B_COPIES = (
+    "qizhou000/RECIPE@61cbd27ef55639b1e3ed5f9128f6b929c7ade269 models/gpt-j-6b/config.json (the whole file, "
+    "GPTJForCausalLM, vocab 50400, transformers_version 4.18.0.dev0): every position key here is equal "
+    "(rotary_dim 64, n_positions 2048)")
+_M2M100_418M_COPIES = (
+    "clap-esp/clap-ai-core@647207a426bd2b1170f33a362e8e23c46a794ed9 models/m2m100_418M/config.json (_name_or_path "
+    "facebook/m2m100_418M, re-saved by transformers 4.46.0) and pappricot/ScriptBuddy@"
+    "b829c9996e6df5ebd0b03654a012abca04fe8ced models/m2m100_418M/config.json (4.50.3) agree on every position key "
+    "here (and scale_embedding true)")
+_LLAMA2_7B_COPIES = (
+    "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 model_configs/llama-2-7b-hf/config.json (LlamaForCausalLM, transformers_version 4.31.0.dev0, float16) "
+    "and lucienhuangfu/eLLM@7b2e865f83a37cb2fac14bf8263fe45c587d3cc3 models/Llama-2-7b-hf/config.json (_name_or_path "
+    "meta-llama/Llama-2-7b-hf, the same file cut to 3 layers) agree on every position key here but rope_theta, "
+    "which neither has (rope_scaling null); HPMLL/llm-benchmark@0347b4f3ca6ae4773aab83c33cf569d8bd7506d9 "
+    "models/Llama-2-7b-hf/config.json, re-saved by a later transformers, spells the default out: rope_theta 10000.0")
+_LLAMA2_7B_DEFAULTS = ("rope_theta: the transformers LlamaConfig default 10000.0 (the hub file, written by "
+                       "4.31.0.dev0, has no rope_theta)")
+_LLAMA31_8B_COPIES = (
+    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce aic-core/src/aiconfigurator_core/model_configs/meta-llama--Meta-Llama-3.1-8B_config.json (the whole file, "
+    "LlamaForCausalLM, vocab 128256, transformers_version 4.43.0.dev0, eos 128001: the base model): every position "
+    "key here is equal, rope_scaling included (llama3, factor 8.0, low 1.0, high 4.0, original 8192)")
+_MIXTRAL_8X7B_COPIES = (
+    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce aic-core/src/aiconfigurator_core/model_configs/mistralai--Mixtral-8x7B-v0.1_config.json and inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 model_configs/"
+    "mixtral-8x7b-v0.1/config.json (the same JSON: MixtralForCausalLM, 8 experts, transformers_version "
+    "4.36.0.dev0) agree on every position key here (rope_theta 1000000.0, sliding_window null)")
+_QWEN25_7B_INSTRUCT_COPIES = (
+    "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 model_configs/qwen2.5-7b-instruct/config.json (Qwen2ForCausalLM, vocab 152064, "
+    "transformers_version 4.43.1): every position key here is equal (sliding_window 131072 with use_sliding_window "
+    "false, max_window_layers 28)")
+_DEEPSEEK_V3_COPIES = (
+    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce aic-core/src/aiconfigurator_core/model_configs/deepseek-ai--DeepSeek-V3_config.json (the whole file, "
+    "DeepseekV3ForCausalLM, vocab 129280, transformers_version 4.33.1): every position key here is equal "
+    "(rope_theta the integer 10000; rope_scaling with type yarn and the integer factor 40)")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("llama-2-7b", "llama", "meta-llama/Llama-2-7b-hf",
-           _llama(4096, 32, 32, 32, 4096, 10000.0), _CANON),
+           _llama(4096, 32, 32, 32, 4096, 10000.0), _COPY, _LLAMA2_7B_DEFAULTS, copies=_LLAMA2_7B_COPIES),
     _entry("llama-3-8b", "llama", "meta-llama/Meta-Llama-3-8B",
            _llama(4096, 32, 8, 32, 8192, 500000.0), _CANON),
     _entry("llama-3.1-8b", "llama", "meta-llama/Llama-3.1-8B",
-           _llama(4096, 32, 8, 32, 131072, 500000.0, rope_scaling=_llama3(8.0)), _CANON),
+           _llama(4096, 32, 8, 32, 131072, 500000.0, rope_scaling=_llama3(8.0)), _COPY, copies=_LLAMA31_8B_COPIES),
     _entry("llama-3.2-1b", "llama", "meta-llama/Llama-3.2-1B",
            _llama(2048, 32, 8, 16, 131072, 500000.0, head_dim=64, rope_scaling=_llama3(32.0)), _COPY,
            copies=_LLAMA32_1B_COPIES),
@@ -177,9 +214,10 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("mixtral-8x7b", "mixtral", "mistralai/Mixtral-8x7B-v0.1", {
         "model_type": "mixtral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "num_hidden_layers": 32, "max_position_embeddings": 32768, "rope_theta": 1000000.0, "sliding_window": None},
-        _CANON),
+        _COPY, copies=_MIXTRAL_8X7B_COPIES),
     _entry("qwen2-7b", "qwen2", "Qwen/Qwen2-7B", _qwen2(131072), _CANON),
-    _entry("qwen2.5-7b-instruct", "qwen2", "Qwen/Qwen2.5-7B-Instruct", _qwen2(32768), _CANON),
+    _entry("qwen2.5-7b-instruct", "qwen2", "Qwen/Qwen2.5-7B-Instruct", _qwen2(32768), _COPY,
+           copies=_QWEN25_7B_INSTRUCT_COPIES),
     _entry("qwen2.5-7b-instruct-yarn4", "qwen2", "Qwen/Qwen2.5-7B-Instruct",
            _qwen2(32768, rope_scaling={"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}),
            "the model card's long-context setting (rope_scaling added to the hub config.json, as the card says)"),
@@ -241,8 +279,9 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "num_hidden_layers": 61, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
         "rope_theta": 10000, "rope_scaling": {
             "beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
-            "original_max_position_embeddings": 4096, "type": "yarn"}}, _CANON,
-           "transformers DeepseekV3Config default rope_interleave=True (models/deepseek_v3/configuration_deepseek_v3.py)"),
+            "original_max_position_embeddings": 4096, "type": "yarn"}}, _COPY,
+           "transformers DeepseekV3Config default rope_interleave=True (models/deepseek_v3/configuration_deepseek_v3.py)",
+           copies=_DEEPSEEK_V3_COPIES),
     _entry("gpt-oss-20b", "gpt-oss", "openai/gpt-oss-20b", {
         "model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64, "num_key_value_heads": 8,
         "head_dim": 64, "num_hidden_layers": 24, "max_position_embeddings": 131072, "rope_theta": 150000,
@@ -252,13 +291,14 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "layer_types": ["sliding_attention", "full_attention"] * 12}, _COPY, copies=_GPT_OSS_20B_COPIES),
     _entry("gpt-neox-20b", "gpt-neox", "EleutherAI/gpt-neox-20b", {
         "model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64, "num_hidden_layers": 44,
-        "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}, _CANON),
+        "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}, _COPY,
+        copies=_GPT_NEOX_20B_COPIES),
     _entry("pythia-160m", "gpt-neox", "EleutherAI/pythia-160m", {
         "model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}, _CANON),
     _entry("gpt-j-6b", "gptj", "EleutherAI/gpt-j-6b", {
         "model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28, "rotary_dim": 64, "n_positions": 2048},
-        _CANON),
+        _COPY, copies=_GPT_J_6B_COPIES),
     _entry("phi-2", "phi", "microsoft/phi-2", {
         "model_type": "phi", "hidden_size": 2560, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "partial_rotary_factor": 0.4, "rope_theta": 10000.0,
@@ -307,7 +347,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("m2m100-418m", "m2m100", "facebook/m2m100_418M", {
         "model_type": "m2m_100", "d_model": 1024, "encoder_layers": 12, "decoder_layers": 12,
         "encoder_attention_heads": 16, "decoder_attention_heads": 16, "max_position_embeddings": 1024,
-        "pad_token_id": 1}, _CANON),
+        "pad_token_id": 1}, _COPY, copies=_M2M100_418M_COPIES),
     _entry("vit-base-patch16-224", "vit", "google/vit-base-patch16-224", {
         "model_type": "vit", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "image_size": 224, "patch_size": 16}, _COPY, copies=_VIT_BASE_COPIES),
