@@ -132,8 +132,9 @@ _BART_BASE_COPIES = (
     "max_position_embeddings 1024 are equal")
 _GPT2_COPIES = (
     "LavenderCheng/LLM-Project---Team-5@f714e474f23d9c4452fe2c5747c75aca9c74b585 gpt2/config.json (_name_or_path "
-    "gpt2, transformers_version 4.38.2) and Fu-fangteng/AIAA_4051_NLP_Final_Proj@a94fc8956c6fb9bc56dab1d601bfd2f625524b2b "
-    "gpt2/config.json (4.54.0) agree on every position key here (n_positions 1024, n_ctx 1024)")
+    "gpt2, transformers_version 4.38.2) and "
+    "Fu-fangteng/AIAA_4051_NLP_Final_Proj@a94fc8956c6fb9bc56dab1d601bfd2f625524b2b gpt2/config.json (4.54.0) agree "
+    "on every position key here (n_positions 1024, n_ctx 1024)")
 _VIT_BASE_COPIES = (
     "Vukkisa/AI-ML@b16802828035a9e89bd493664260719c173bbf49 vit-base-patch16-224/config.json "
     "(ViTForImageClassification with the 1000 ImageNet labels, transformers_version 4.57.1): every position key "
@@ -157,27 +158,32 @@ _M2M100_418M_COPIES = (
     "b829c9996e6df5ebd0b03654a012abca04fe8ced models/m2m100_418M/config.json (4.50.3) agree on every position key "
     "here (and scale_embedding true)")
 _LLAMA2_7B_COPIES = (
-    "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 model_configs/llama-2-7b-hf/config.json (LlamaForCausalLM, transformers_version 4.31.0.dev0, float16) "
-    "and lucienhuangfu/eLLM@7b2e865f83a37cb2fac14bf8263fe45c587d3cc3 models/Llama-2-7b-hf/config.json (_name_or_path "
+    "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 model_configs/llama-2-7b-hf/config.json "
+    "(LlamaForCausalLM, transformers_version 4.31.0.dev0, float16) and "
+    "lucienhuangfu/eLLM@7b2e865f83a37cb2fac14bf8263fe45c587d3cc3 models/Llama-2-7b-hf/config.json (_name_or_path "
     "meta-llama/Llama-2-7b-hf, the same file cut to 3 layers) agree on every position key here but rope_theta, "
     "which neither has (rope_scaling null); HPMLL/llm-benchmark@0347b4f3ca6ae4773aab83c33cf569d8bd7506d9 "
     "models/Llama-2-7b-hf/config.json, re-saved by a later transformers, spells the default out: rope_theta 10000.0")
 _LLAMA2_7B_DEFAULTS = ("rope_theta: the transformers LlamaConfig default 10000.0 (the hub file, written by "
                        "4.31.0.dev0, has no rope_theta)")
 _LLAMA31_8B_COPIES = (
-    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce aic-core/src/aiconfigurator_core/model_configs/meta-llama--Meta-Llama-3.1-8B_config.json (the whole file, "
+    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce "
+    "aic-core/src/aiconfigurator_core/model_configs/meta-llama--Meta-Llama-3.1-8B_config.json (the whole file, "
     "LlamaForCausalLM, vocab 128256, transformers_version 4.43.0.dev0, eos 128001: the base model): every position "
     "key here is equal, rope_scaling included (llama3, factor 8.0, low 1.0, high 4.0, original 8192)")
 _MIXTRAL_8X7B_COPIES = (
-    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce aic-core/src/aiconfigurator_core/model_configs/mistralai--Mixtral-8x7B-v0.1_config.json and inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 model_configs/"
-    "mixtral-8x7b-v0.1/config.json (the same JSON: MixtralForCausalLM, 8 experts, transformers_version "
-    "4.36.0.dev0) agree on every position key here (rope_theta 1000000.0, sliding_window null)")
+    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce "
+    "aic-core/src/aiconfigurator_core/model_configs/mistralai--Mixtral-8x7B-v0.1_config.json and "
+    "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 "
+    "model_configs/mixtral-8x7b-v0.1/config.json (the same JSON: MixtralForCausalLM, 8 experts, "
+    "transformers_version 4.36.0.dev0) agree on every position key here (rope_theta 1000000.0, sliding_window null)")
 _QWEN25_7B_INSTRUCT_COPIES = (
-    "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 model_configs/qwen2.5-7b-instruct/config.json (Qwen2ForCausalLM, vocab 152064, "
-    "transformers_version 4.43.1): every position key here is equal (sliding_window 131072 with use_sliding_window "
-    "false, max_window_layers 28)")
+    "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 "
+    "model_configs/qwen2.5-7b-instruct/config.json (Qwen2ForCausalLM, vocab 152064, transformers_version 4.43.1): "
+    "every position key here is equal (sliding_window 131072 with use_sliding_window false, max_window_layers 28)")
 _DEEPSEEK_V3_COPIES = (
-    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce aic-core/src/aiconfigurator_core/model_configs/deepseek-ai--DeepSeek-V3_config.json (the whole file, "
+    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce "
+    "aic-core/src/aiconfigurator_core/model_configs/deepseek-ai--DeepSeek-V3_config.json (the whole file, "
     "DeepseekV3ForCausalLM, vocab 129280, transformers_version 4.33.1): every position key here is equal "
     "(rope_theta the integer 10000; rope_scaling with type yarn and the integer factor 40)")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
@@ -336,7 +342,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "model_type": "opt", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "max_position_embeddings": 2048}, _CANON),
     _entry("gpt2", "gpt2", "openai-community/gpt2", {
-        "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024}, _COPY, copies=_GPT2_COPIES),
+        "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024}, _COPY,
+        copies=_GPT2_COPIES),
     _entry("whisper-small", "whisper", "openai/whisper-small", {
         "model_type": "whisper", "d_model": 768, "encoder_layers": 12, "decoder_layers": 12,
         "encoder_attention_heads": 12, "decoder_attention_heads": 12, "max_source_positions": 1500,
