@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _loading import load_file
 
 jax = pytest.importorskip("jax")
 
@@ -70,12 +71,7 @@ def _expectations(dtype):
 
 
 def _port():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("posenc_jax_adapter", SPEC.rsplit(":", 1)[0])
-    port = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(port)
-    return port
+    return load_file(SPEC.rsplit(":", 1)[0], "posenc_jax_adapter")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -144,13 +140,9 @@ def test_adapter_refuses_to_claim_float64_when_x64_is_off():
 
 def test_embedding_pipeline_matches_the_reference():
     """Whole pipeline in JAX: token rows + sinusoid rows + layer norm, float32, against the reference."""
-    import importlib.util
-
     import jax.numpy as jnp
 
-    spec = importlib.util.spec_from_file_location("posenc_jax_adapter", SPEC.rsplit(":", 1)[0])
-    port = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(port)
+    port = load_file(SPEC.rsplit(":", 1)[0], "posenc_jax_adapter")
     rng = np.random.default_rng(7)
     words = rng.normal(size=(30, 16))
     ids = np.array([[4, 8, 15, 16, 23, 29], [0, 1, 2, 3, 4, 5]])

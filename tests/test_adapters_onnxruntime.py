@@ -1,13 +1,13 @@
 """ONNX Runtime adapter (conformance/adapters/onnxruntime_graphs.py and its onnx_*.py modules); skipped without
 onnx/onnxruntime."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _loading import load_file
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -24,10 +24,7 @@ PARTS = ("onnx_graph", "onnx_primitive", "onnx_operators")  # the graph builder,
 
 def _module():
     """The adapter module, loaded from its file; its parts come in as top-level modules (:func:`_part`)."""
-    spec = importlib.util.spec_from_file_location("posenc_onnxruntime_graphs", FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(FILE, "posenc_onnxruntime_graphs")
 
 
 def _part(name):

@@ -1,7 +1,6 @@
 """PyTorch and transformers adapters (conformance/adapters/torch_*.py, transformers_*.py) through the runner;
 skipped without torch."""
 
-import importlib.util
 import json
 import sys
 from functools import cache
@@ -9,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _loading import load_file
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -208,10 +208,7 @@ NEW_PORT_OPS = {"rope.xpos", "deberta.scores", "shaw.index", "shaw.logits", "sha
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("torch_port_under_test", PORT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(PORT, "torch_port_under_test")
 
 
 def test_every_registered_op_has_a_torch_adapter():
@@ -223,9 +220,7 @@ def test_every_registered_op_has_a_torch_adapter():
 
 def test_every_module_lists_the_adapters_it_holds_and_no_other():
     for module_name in set(MODULES.values()):
-        spec = importlib.util.spec_from_file_location(f"{module_name}_under_test", ADAPTERS / f"{module_name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = load_file(ADAPTERS / f"{module_name}.py", f"{module_name}_under_test")
         held = {name for name in dir(module) if name.isupper() and callable(getattr(module, name))
                 and name not in ("TORCH_DTYPES", "ADAPTER")}
         assert held == {name for name, where in MODULES.items() if where == module_name}, module_name

@@ -1,10 +1,10 @@
 """Documentation pages that quote the registry stay current."""
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from _loading import load_file
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 INCLUDED = re.compile(r"```\{literalinclude\} \.\./posenc_ref/(\w+)\.py\n:language: python\n:pyobject: (\w+)")
@@ -17,10 +17,7 @@ PAGES = sorted(DOCS.glob("*.md"))
 def registry_pages():
     """The docs' Sphinx extension (needs docutils: the docs extra; .ci/run runs these tests there too)."""
     pytest.importorskip("docutils")
-    spec = importlib.util.spec_from_file_location("_docs_registry_pages", DOCS / "_ext" / "registry_pages.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(DOCS / "_ext" / "registry_pages.py", "_docs_registry_pages")
 
 
 def test_scheme_pages_list_their_cases_from_the_registry():

@@ -4,21 +4,16 @@ The browser run itself (``python docs/check_render.py``) needs a built site and 
 it after the strict build. Here its parts are fed pages whose verdict is known.
 """
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from _loading import load_file
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(f"_docs_{name}", DOCS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file(DOCS / f"{name}.py", f"_docs_{name}")
 
 
 check_render = _load("check_render")

@@ -3,20 +3,15 @@ discrepancy is explained by a finding (conformance/engines/findings.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _loading import load_file
 
 _PATH = Path(__file__).resolve().parents[1] / "conformance" / "engines" / "findings.py"
-_SPEC = importlib.util.spec_from_file_location("engine_findings_under_test", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-findings = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = findings
-_SPEC.loader.exec_module(findings)
+findings = load_file(_PATH, "engine_findings_under_test")
 
 
 def test_page_is_current_and_every_recorded_discrepancy_is_explained() -> None:

