@@ -266,6 +266,14 @@ def test_gemma4_full_layers_use_the_global_head_width_and_proportional_rope():
     assert "rope_parameters" in m.provenance.defaulted
     forced = resolve({**text, "layer_types": ["sliding_attention"] * 7})
     assert forced.layers[6].kind == "full_attention" and any("last layer" in n for n in forced.provenance.notes)
+    big = layers("gemma-4-26b-a4b")  # attention_k_eq_v true: the full layers take the global key-head count
+    assert [lp.index for lp in big if lp.kind == "full_attention"] == [5, 11, 17, 23, 29]
+    assert (big[0].head_dim, big[0].num_kv_heads, big[0].window) == (256, 8, 1024)
+    assert (big[5].head_dim, big[5].num_kv_heads, big[5].window) == (512, 2, None)
+    dense = layers("gemma-4-31b")
+    assert [lp.index for lp in dense if lp.kind == "full_attention"] == list(range(5, 60, 6))
+    assert (dense[0].head_dim, dense[0].num_kv_heads, dense[0].window) == (256, 16, 1024)
+    assert (dense[59].head_dim, dense[59].num_kv_heads, dense[59].window) == (512, 4, None)
 
 
 def test_ministral3_yarn_factor_one_and_the_beta_query_scale():

@@ -95,6 +95,22 @@ _GEMMA4_E4B_COPIES = (
     "a hub-metadata table quoting google/gemma-4-E4B-it (42 layers, 8 heads, 2 key heads, head_dim 256, window "
     "512, max_position_embeddings 131072); the rope_parameters also equal the transformers 5.17 "
     "Gemma4TextConfig defaults (models/gemma4/configuration_gemma4.py)")
+_GEMMA4_26B_COPIES = (
+    "ai-dynamo/aiconfigurator@0b077da5e017cb8ceac1ad14e91eb6e26c40207a "
+    "aic-core/src/aiconfigurator_core/model_configs/google--gemma-4-26B-A4B_config.json (the whole file, "
+    "Gemma4ForConditionalGeneration, transformers_version 5.5.0.dev0; text_config with enable_moe_block true, 128 "
+    "experts, top 8); the NVFP4 derivative in the same repository (nvidia--Gemma-4-26B-A4B-NVFP4_config.json, "
+    "@90f7fc0fcba7bb8082dd023da10bfc683ed99db5) has the same value for every position key here. layer_types is "
+    "5 sliding + 1 full x 5 (full at layers 5, 11, 17, 23, 29)")
+_GEMMA4_31B_COPIES = (
+    "amazingvince/gemma4-fa4-kernels@0a8784c04f51b2d7c41e541f33042909f8be0c8a configs/model/gemma4-31b.lock.json "
+    "(the text_config of google/gemma-4-31B restated key by key from the hub file at revision "
+    "2d418d1b7ed8c04d732c3359e19a11fbc85b6842: 60 layers, 32 heads, 16 key heads, 4 global key heads, head_dim 256, "
+    "global_head_dim 512, window 1024, max_position_embeddings 262144, attention_k_eq_v true, layer_types 5 sliding + "
+    "1 full x 10, the rope_parameters below); AI-Hypercomputer/maxtext@618517702065e609e12c7772d9fbd4d1e20cf35a "
+    "src/maxtext/configs/models/gemma4-31b.yml (Google's own restatement: 60 layers, 5376 wide, 32/16 heads, "
+    "global_num_kv_heads 4, head_dim 256/512, window 1024, a 6-layer cycle, timescales 10000 local and 1000000 "
+    "global, global_rope_proportion 0.25)")
 _XLNET_COPIES = (
     "mmm587/DEMSA@b251ad43ae55347f66e537df4be448c0d81d272b xlnet-base-cased/config.json and "
     "zaidhassanch/gector@242aa88a2fc83c41390b155d2566f0d423f2fd5c pretrained_models/xlnet-base-cased/config.json "
@@ -259,6 +275,26 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
                                                    "rope_type": "proportional"},
                                 "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}},
         "restatements agree (no verbatim copy of the hub file was found)", copies=_GEMMA4_E4B_COPIES),
+    _entry("gemma-4-26b-a4b", "gemma4", "google/gemma-4-26B-A4B", {
+        "model_type": "gemma4", "text_config": {
+            "model_type": "gemma4_text", "hidden_size": 2816, "num_attention_heads": 16, "num_key_value_heads": 8,
+            "num_global_key_value_heads": 2, "head_dim": 256, "global_head_dim": 512, "num_hidden_layers": 30,
+            "max_position_embeddings": 262144, "sliding_window": 1024, "attention_k_eq_v": True,
+            "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5,
+            "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
+                                                   "rope_type": "proportional"},
+                                "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}},
+        _COPY, copies=_GEMMA4_26B_COPIES),
+    _entry("gemma-4-31b", "gemma4", "google/gemma-4-31B", {
+        "model_type": "gemma4", "text_config": {
+            "model_type": "gemma4_text", "hidden_size": 5376, "num_attention_heads": 32, "num_key_value_heads": 16,
+            "num_global_key_value_heads": 4, "head_dim": 256, "global_head_dim": 512, "num_hidden_layers": 60,
+            "max_position_embeddings": 262144, "sliding_window": 1024, "attention_k_eq_v": True,
+            "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 10,
+            "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
+                                                   "rope_type": "proportional"},
+                                "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}},
+        "restatements agree (no verbatim copy of the hub file was found)", copies=_GEMMA4_31B_COPIES),
     _entry("phi-3-mini-4k", "phi3", "microsoft/Phi-3-mini-4k-instruct", {
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
