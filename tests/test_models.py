@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import time
 
 import numpy as np
@@ -402,3 +403,58 @@ def test_resolving_the_catalogue_and_building_its_cases_is_bounded():
         case.make_inputs()
     assert time.process_time() - start < 10
     assert len(cases) >= 60
+
+
+def test_bloom_as_bigscience_spells_it_reads_as_the_resaved_spelling():
+    # BigScience's own hub files write n_embed and num_attention_heads (bigscience/bloomz-1b7 config.json,
+    # hub revision 56394a13c2ba681dfd14a32346d3a14f3b69fcfa); BloomConfig maps them onto hidden_size and n_head.
+    catalogued = resolve(get("bloom-560m").config)
+    bigscience = resolve({"model_type": "bloom", "n_embed": 1024, "num_attention_heads": 16, "n_layer": 24})
+    assert bigscience.layers == catalogued.layers
+    assert {"n_embed": 1024, "num_attention_heads": 16} == {k: bigscience.provenance.read[k]
+                                                            for k in ("n_embed", "num_attention_heads")}
+    assert not bigscience.provenance.ignored
+    assert any("n_embed is read as hidden_size (BloomConfig" in n for n in bigscience.provenance.notes)
+
+
+@pytest.mark.parametrize(("config", "key", "expected"), [
+    ({"model_type": "gpt2", "max_position_embeddings": 2048, "hidden_size": 1600, "num_attention_heads": 25,
+      "num_hidden_layers": 48}, "n_positions", 2048),  # read as the default 1024 before the spellings
+    ({"model_type": "gptj", "max_position_embeddings": 4096, "hidden_size": 256, "num_attention_heads": 4,
+      "num_hidden_layers": 2, "rotary_dim": 32}, "n_positions", 4096),
+    ({"model_type": "xlnet", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 3}, "n_layer", 3),
+    ({"model_type": "t5", "num_attention_heads": 4, "head_dim": 64, "num_layers": 2}, "num_heads", 4),
+    ({"model_type": "mpt", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
+      "attn_config": {"alibi": True}}, "n_heads", 4),
+])
+def test_every_spelling_transformers_accepts_is_read(config, key, expected):
+    m = resolve(config)
+    spelled = {k: v for k, v in config.items() if k not in ("model_type", "attn_config")}
+    assert not set(spelled) - set(m.provenance.read)  # every spelling given was read, none ignored
+    if key == "n_positions":
+        assert m.max_position == expected
+    elif key == "n_layer":
+        assert len(m.layers) == expected
+    else:
+        assert {layer.num_heads for layer in m.layers} == {expected}
+    assert any(f"is read as {key} (" in n for n in m.provenance.notes)
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"model_type": "gpt2", "n_positions": 1024, "max_position_embeddings": 2048},
+     "n_positions=1024 and max_position_embeddings=2048 are two spellings of one GPT2Config attribute and disagree"),
+    ({"model_type": "bloom", "hidden_size": 512, "n_embed": 1024, "n_head": 16, "n_layer": 2},
+     "hidden_size=512 and n_embed=1024 are two spellings of one BloomConfig attribute"),
+    ({"model_type": "bloom", "hidden_size": 1024, "n_layer": 2}, "needs n_head or num_attention_heads"),
+    ({"model_type": "whisper", "d_model": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "encoder_layers": 1, "decoder_layers": 1, "decoder_attention_heads": 4},
+     "num_attention_heads=4, num_key_value_heads=2 are spellings of one WhisperConfig attribute"),
+])
+def test_disagreeing_or_missing_spellings_are_an_error(config, message):
+    with pytest.raises(SpecError, match=re.escape(message)):
+        resolve(config)
+
+
+def test_equal_spellings_are_both_read():
+    m = resolve({"model_type": "gpt2", "n_positions": 2048, "max_position_embeddings": 2048})
+    assert m.max_position == 2048 and {"n_positions", "max_position_embeddings"} <= set(m.provenance.read)

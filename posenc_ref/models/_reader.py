@@ -40,16 +40,51 @@ class Reader:
         self.data, self.prefix = data, prefix
         root = parent.root if parent else self
         self.root: Reader = root
+        self.aliases: Mapping[str, tuple[str, ...]] = {}
+        self.alias_owner = ""
         if parent is None:
             self.read: dict[str, Any] = {}
             self.defaulted: dict[str, Any] = {}
             self.notes: list[str] = []
 
+    def spell(self, aliases: Mapping[str, tuple[str, ...]], owner: str) -> None:
+        """Read each key of ``aliases`` from any of its other spellings when the config leaves it out.
+
+        ``owner`` names the transformers config class that maps those spellings onto one attribute
+        (its ``attribute_map``, or a legacy keyword it still accepts).
+        """
+        self.aliases, self.alias_owner = aliases, owner
+
+    def _spelling(self, key: str) -> str:
+        """The key the config spells ``key`` with: ``key`` itself, else the one alias it gives."""
+        given = [alias for alias in self.aliases.get(key, ()) if alias in self.data and self.data[alias] is not None]
+        for alias in given:
+            if key in self.data and self.data[key] is not None and self.data[key] != self.data[alias]:
+                raise SpecError(f"{FUNC}: {self.prefix + key}={self.data[key]!r} and {self.prefix + alias}="
+                                f"{self.data[alias]!r} are two spellings of one {self.alias_owner} attribute and "
+                                "disagree; give one")
+            if key in self.data and self.data[key] is not None:
+                self.root.read[self.prefix + alias] = self.data[alias]
+        if key in self.data and self.data[key] is not None or not given:
+            return key
+        if len({repr(self.data[alias]) for alias in given}) > 1:
+            raise SpecError(f"{FUNC}: {', '.join(f'{self.prefix + a}={self.data[a]!r}' for a in given)} are spellings "
+                            f"of one {self.alias_owner} attribute ({self.prefix + key}) and disagree; give one")
+        for alias in given[1:]:
+            self.root.read[self.prefix + alias] = self.data[alias]
+        note = (f"{self.prefix + given[0]} is read as {self.prefix + key} ({self.alias_owner} maps the one onto the "
+                "other)")
+        if note not in self.root.notes:
+            self.root.notes.append(note)
+        return given[0]
+
     def has(self, key: str) -> bool:
+        key = self._spelling(key)
         return key in self.data and self.data[key] is not None
 
     def get(self, key: str, default: Any = None, *, record_default: bool = True) -> Any:
         """``data[key]`` (recorded as read), else ``default`` (recorded as defaulted)."""
+        key = self._spelling(key)
         if self.has(key):
             self.root.read[self.prefix + key] = self.data[key]
             return self.data[key]
@@ -61,17 +96,20 @@ class Reader:
 
     def require(self, key: str) -> Any:
         if not self.has(key):
-            raise SpecError(f"{FUNC}: the config needs {self.prefix + key}, which is missing")
+            spellings = " or ".join(self.prefix + k for k in (key, *self.aliases.get(key, ())))
+            raise SpecError(f"{FUNC}: the config needs {spellings}, which is missing")
         return self.get(key)
 
     def integer(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
         value = self.get(key, default) if default is not None else self.require(key)
+        key = self._spelling(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise SpecError(f"{FUNC}: {self.prefix + key} must be an integer >= {minimum}, got {value!r}")
         return value
 
     def number(self, key: str, default: float | None = None, *, positive: bool = True) -> float:
         value = self.get(key, default) if default is not None else self.require(key)
+        key = self._spelling(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SpecError(f"{FUNC}: {self.prefix + key} must be a number, got {value!r}")
         if positive and not value > 0:

@@ -36,6 +36,33 @@ _MAX_POSITION_DEFAULT: Final = {"gemma3_text": 131072, "qwen2": 32768, "mistral"
 _BETA_MODELS: Final = ("ministral3",)
 """Model types whose attention multiplies q by ``1 + beta * log(1 + floor(p / L0))`` (transformers 5.17
 modeling_ministral3.py ``get_llama_4_attn_scale``; modeling_mistral4.py too, a model type not read here)."""
+# Note: other spellings transformers 5.17 accepts for a key the resolver reads (the config class's
+# attribute_map, or a legacy keyword its __post_init__ still takes: BloomConfig's and FalconConfig's
+# n_embed). BigScience's own hub files spell BLOOM n_embed / num_attention_heads (bigscience/bloomz-1b7
+# config.json at hub revision 56394a13c2ba681dfd14a32346d3a14f3b69fcfa), a re-saved one hidden_size /
+# n_head. T5's num_hidden_layers is left out: transformers then takes num_decoder_layers from the class
+# default 6, not from the layer count, so such a config stays an error here.
+_BART_LIKE: Final[dict[str, tuple[str, ...]]] = {"d_model": ("hidden_size",), "encoder_attention_heads": ("num_attention_heads",),
+                     "encoder_layers": ("num_hidden_layers",)}
+_GPT2_LIKE: Final[dict[str, tuple[str, ...]]] = {"n_embd": ("hidden_size",), "n_positions": ("max_position_embeddings",),
+                     "n_head": ("num_attention_heads",), "n_layer": ("num_hidden_layers",)}
+_SPELLINGS: Final[dict[str, tuple[str, dict[str, tuple[str, ...]]]]] = {
+    "bloom": ("BloomConfig", {"n_layer": ("num_hidden_layers",), "n_head": ("num_attention_heads",),
+                              "hidden_size": ("n_embed",)}),
+    "falcon": ("FalconConfig", {"hidden_size": ("n_embed",)}),
+    "mpt": ("MptConfig", {"n_heads": ("num_attention_heads",), "d_model": ("hidden_size",),
+                          "n_layers": ("num_hidden_layers",)}),
+    "gpt2": ("GPT2Config", _GPT2_LIKE),
+    "gptj": ("GPTJConfig", _GPT2_LIKE),
+    "xlnet": ("XLNetConfig", {"d_model": ("hidden_size",), "n_head": ("num_attention_heads",),
+                              "n_layer": ("num_hidden_layers",)}),
+    "t5": ("T5Config", {"d_model": ("hidden_size",), "num_heads": ("num_attention_heads",), "d_kv": ("head_dim",)}),
+    "whisper": ("WhisperConfig", {**_BART_LIKE, "encoder_attention_heads": ("num_attention_heads",
+                                                                             "num_key_value_heads")}),
+    "marian": ("MarianConfig", _BART_LIKE),
+    "bart": ("BartConfig", _BART_LIKE),
+    "m2m_100": ("M2M100Config", _BART_LIKE),
+}
 _LEARNED: Final = ("bert", "roberta", "opt", "bart", "gpt2", "vit", "dinov2")
 _SINUSOIDAL: Final = ("whisper", "marian", "m2m_100")
 
@@ -147,6 +174,9 @@ def resolve(config: Any, *, interpretation: str = "transformers-5", context_leng
         r = root.child("text_config")
         inner = r.get("model_type")
         model_type = inner if isinstance(inner, str) else model_type
+    if model_type in _SPELLINGS:
+        owner, spellings = _SPELLINGS[model_type]
+        r.spell(spellings, owner)
     if model_type in _ROPE_MODELS and not (model_type == "falcon" and r.get("alibi", False)):
         layers, max_position = _rope_layers(r, model_type, interpretation, context_length)
     elif model_type in ("bloom", "mpt", "falcon"):
