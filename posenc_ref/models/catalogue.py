@@ -57,6 +57,18 @@ def _qwen2(max_pos: int, **extra: Any) -> dict[str, Any]:
             "sliding_window": 131072, "use_sliding_window": False, "max_window_layers": 28, **extra}
 
 
+def _gemma4_big(hidden: int, heads: int, kv: int, global_kv: int, cycles: int) -> dict[str, Any]:
+    """Gemma 4 26B-A4B / 31B: attention_k_eq_v, window 1024, 5 sliding + 1 full layer per cycle."""
+    return {"model_type": "gemma4", "text_config": {
+        "model_type": "gemma4_text", "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": kv,
+        "num_global_key_value_heads": global_kv, "head_dim": 256, "global_head_dim": 512,
+        "num_hidden_layers": 6 * cycles, "max_position_embeddings": 262144, "sliding_window": 1024,
+        "attention_k_eq_v": True, "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * cycles,
+        "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
+                                               "rope_type": "proportional"},
+                            "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}}
+
+
 def _gemma3(hidden: int, heads: int, kv: int, head_dim: int, layers: int, scalar: int) -> dict[str, Any]:
     return {"model_type": "gemma3", "text_config": {
         "model_type": "gemma3_text", "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": kv,
@@ -275,26 +287,10 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
                                                    "rope_type": "proportional"},
                                 "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}},
         "restatements agree (no verbatim copy of the hub file was found)", copies=_GEMMA4_E4B_COPIES),
-    _entry("gemma-4-26b-a4b", "gemma4", "google/gemma-4-26B-A4B", {
-        "model_type": "gemma4", "text_config": {
-            "model_type": "gemma4_text", "hidden_size": 2816, "num_attention_heads": 16, "num_key_value_heads": 8,
-            "num_global_key_value_heads": 2, "head_dim": 256, "global_head_dim": 512, "num_hidden_layers": 30,
-            "max_position_embeddings": 262144, "sliding_window": 1024, "attention_k_eq_v": True,
-            "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 5,
-            "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
-                                                   "rope_type": "proportional"},
-                                "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}},
-        _COPY, copies=_GEMMA4_26B_COPIES),
-    _entry("gemma-4-31b", "gemma4", "google/gemma-4-31B", {
-        "model_type": "gemma4", "text_config": {
-            "model_type": "gemma4_text", "hidden_size": 5376, "num_attention_heads": 32, "num_key_value_heads": 16,
-            "num_global_key_value_heads": 4, "head_dim": 256, "global_head_dim": 512, "num_hidden_layers": 60,
-            "max_position_embeddings": 262144, "sliding_window": 1024, "attention_k_eq_v": True,
-            "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 10,
-            "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
-                                                   "rope_type": "proportional"},
-                                "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}},
-        "restatements agree (no verbatim copy of the hub file was found)", copies=_GEMMA4_31B_COPIES),
+    _entry("gemma-4-26b-a4b", "gemma4", "google/gemma-4-26B-A4B", _gemma4_big(2816, 16, 8, 2, 5),
+           _COPY, copies=_GEMMA4_26B_COPIES),
+    _entry("gemma-4-31b", "gemma4", "google/gemma-4-31B", _gemma4_big(5376, 32, 16, 4, 10),
+           "restatements agree (no verbatim copy of the hub file was found)", copies=_GEMMA4_31B_COPIES),
     _entry("phi-3-mini-4k", "phi3", "microsoft/Phi-3-mini-4k-instruct", {
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
