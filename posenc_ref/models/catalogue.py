@@ -214,13 +214,51 @@ _DEEPSEEK_V3_COPIES = (
     "aic-core/src/aiconfigurator_core/model_configs/deepseek-ai--DeepSeek-V3_config.json (the whole file, "
     "DeepseekV3ForCausalLM, vocab 129280, transformers_version 4.33.1): every position key here is equal "
     "(rope_theta the integer 10000; rope_scaling with type yarn and the integer factor 40)")
+_LLAMA3_8B_COPIES = (
+    "Girafboy/pytorchKQI@b6467fe3381ef7dd8ea9605c0b7373a52d1e1989 demo.py (the whole file as a Python dict, "
+    "Meta_Llama_3_8B: LlamaForCausalLM, vocab 128256, transformers_version 4.40.0.dev0) and "
+    "aijianiula0601/Qwen2-Audio@dad4f2c38c1333d9f0bd2277f81a4b4e5a0443dd meta-llama/Meta-Llama-3-8B/config.json "
+    "(re-saved by transformers 4.52.4) agree on every position key here (rope_theta 500000.0, rope_scaling null)")
+_QWEN2_7B_COPIES = (
+    "Girafboy/pytorchKQI@b6467fe3381ef7dd8ea9605c0b7373a52d1e1989 demo.py (the whole file as a Python dict, Qwen2_7B: "
+    "Qwen2ForCausalLM, vocab 152064, transformers_version 4.37.2) and "
+    "NVIDIA/TensorRT-LLM@ca85a4540cb943e426781768acbe8afb49f8ee35 tests/unittest/_torch/modeling/test_modeling_qwen.py "
+    "(Qwen_2_7B_CONFIG) agree on every position key here (max_position_embeddings 131072, sliding_window 131072 with "
+    "use_sliding_window false, max_window_layers 28)")
+_GEMMA2_9B_COPIES = (
+    "Girafboy/pytorchKQI@b6467fe3381ef7dd8ea9605c0b7373a52d1e1989 demo.py (the whole file as a Python dict, "
+    "gemma_2_9b: Gemma2ForCausalLM, vocab 256000, float32, transformers_version 4.42.0.dev0): every position key "
+    "here is equal; it also has attn_logit_softcapping 50.0, final_logit_softcapping 30.0, cache_implementation "
+    "hybrid and sliding_window_size 4096, which decide no position")
+_MISTRAL_7B_COPIES = (
+    "tanganke/fusion_bench@cd61eee7eaf49d1e1a96f1705d4bc67a195669e5 tests/test_depth_upscaling.py (a MistralConfig "
+    "fixture citing https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json, transformers_version "
+    "4.34.0.dev0): every position key here is equal (rope_theta 10000.0, sliding_window 4096)")
+_PHI3_4K_COPIES = (
+    "dotnet/machinelearning@17b689af77151463cf3b24100c32d558f779c620 "
+    "src/Microsoft.ML.GenAI.Phi/Resource/Config/phi-3-mini-4k-instruct-config.json (transformers_version 4.39.3) "
+    "and dAppCore/go-inference@0036245f6b8daada19a398b534f727746457fbb1 "
+    "go/model/arch/microsoft/phi/testdata/microsoft-phi-3-mini-4k-instruct-config.json (4.40.2) agree on every "
+    "position key here (rope_scaling null, sliding_window 2047)")
+_PYTHIA_160M_COPIES = (
+    "AusRedNeck/llm-lab@c79cea1ff18f6fdba811cbd16c3692b6735c9c1d references/pythia-160m/config.json (the whole file, "
+    "GPTNeoXForCausalLM, vocab 50304, transformers_version 4.24.0): every position key here is equal "
+    "(rotary_pct 0.25, rotary_emb_base 10000)")
+_FLAN_T5_BASE_COPIES = (
+    "abderrazekAhlamouche/technical_chatbot@124cc5caf5ecb1bf4444465e290b594f88a9fcdd "
+    "models/models--google--flan-t5-base/snapshots/7bcac572ce56db69c1ea7c8af255c5d7c9672fc2/config.json, a "
+    "hub-cache snapshot of hub revision 7bcac572 that stores the file as a Git LFS pointer (git blob "
+    "d41e16cd4cd58621695da4f94132f516d07251af, sha256 "
+    "7c1853dbfa0e4aac093eb109a358b6ab25fe86b7c15185a91322f0ed26f0f940, 1404 bytes); a text of the file with that "
+    "sha256 and that git blob hash (T5ForConditionalGeneration, transformers_version 4.23.1) has every key here "
+    "equal, num_decoder_layers 12 and relative_attention_max_distance 128 included")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("llama-2-7b", "llama", "meta-llama/Llama-2-7b-hf",
            _llama(4096, 32, 32, 32, 4096, 10000.0), _COPY, _LLAMA2_7B_DEFAULTS, copies=_LLAMA2_7B_COPIES),
     _entry("llama-3-8b", "llama", "meta-llama/Meta-Llama-3-8B",
-           _llama(4096, 32, 8, 32, 8192, 500000.0), _CANON),
+           _llama(4096, 32, 8, 32, 8192, 500000.0), _COPY, copies=_LLAMA3_8B_COPIES),
     _entry("llama-3.1-8b", "llama", "meta-llama/Llama-3.1-8B",
            _llama(4096, 32, 8, 32, 131072, 500000.0, rope_scaling=_llama3(8.0)), _COPY, copies=_LLAMA31_8B_COPIES),
     _entry("llama-3.2-1b", "llama", "meta-llama/Llama-3.2-1B",
@@ -236,7 +274,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("mistral-7b-v0.1", "mistral", "mistralai/Mistral-7B-v0.1", {
         "model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "num_hidden_layers": 32, "max_position_embeddings": 32768, "rope_theta": 10000.0, "sliding_window": 4096},
-        _CANON),
+        _COPY, copies=_MISTRAL_7B_COPIES),
     _entry("ministral-3-8b", "ministral3", "mistralai/Ministral-3-8B-Instruct-2512", {
         "model_type": "mistral3", "text_config": {
             "model_type": "ministral3", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -249,7 +287,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "model_type": "mixtral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "num_hidden_layers": 32, "max_position_embeddings": 32768, "rope_theta": 1000000.0, "sliding_window": None},
         _COPY, copies=_MIXTRAL_8X7B_COPIES),
-    _entry("qwen2-7b", "qwen2", "Qwen/Qwen2-7B", _qwen2(131072), _CANON),
+    _entry("qwen2-7b", "qwen2", "Qwen/Qwen2-7B", _qwen2(131072), _COPY, copies=_QWEN2_7B_COPIES),
     _entry("qwen2.5-7b-instruct", "qwen2", "Qwen/Qwen2.5-7B-Instruct", _qwen2(32768), _COPY,
            copies=_QWEN25_7B_INSTRUCT_COPIES),
     _entry("qwen2.5-7b-instruct-yarn4", "qwen2", "Qwen/Qwen2.5-7B-Instruct",
@@ -272,7 +310,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("gemma-2-9b", "gemma2", "google/gemma-2-9b", {
         "model_type": "gemma2", "hidden_size": 3584, "num_attention_heads": 16, "num_key_value_heads": 8,
         "head_dim": 256, "num_hidden_layers": 42, "max_position_embeddings": 8192, "rope_theta": 10000.0,
-        "query_pre_attn_scalar": 256, "sliding_window": 4096}, _CANON),
+        "query_pre_attn_scalar": 256, "sliding_window": 4096}, _COPY, copies=_GEMMA2_9B_COPIES),
     _entry("gemma-3-4b", "gemma3", "google/gemma-3-4b-pt", _gemma3(2560, 8, 4, 256, 34, 256), _COPY,
            _GEMMA3_DEFAULTS),
     _entry("gemma-3-27b", "gemma3", "google/gemma-3-27b-pt", _gemma3(5376, 32, 16, 128, 62, 168), _COPY,
@@ -294,7 +332,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("phi-3-mini-4k", "phi3", "microsoft/Phi-3-mini-4k-instruct", {
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
-        "rope_theta": 10000.0, "rope_scaling": None, "sliding_window": 2047}, _CANON),
+        "rope_theta": 10000.0, "rope_scaling": None, "sliding_window": 2047}, _COPY, copies=_PHI3_4K_COPIES),
     _entry("phi-3-mini-128k", "phi3", "microsoft/Phi-3-mini-128k-instruct", {
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
@@ -333,7 +371,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         copies=_GPT_NEOX_20B_COPIES),
     _entry("pythia-160m", "gpt-neox", "EleutherAI/pythia-160m", {
         "model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
-        "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}, _CANON),
+        "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}, _COPY,
+        copies=_PYTHIA_160M_COPIES),
     _entry("gpt-j-6b", "gptj", "EleutherAI/gpt-j-6b", {
         "model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28, "rotary_dim": 64, "n_positions": 2048},
         _COPY, copies=_GPT_J_6B_COPIES),
@@ -360,7 +399,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
            "transformers T5Config default relative_attention_max_distance=128 (models/t5/configuration_t5.py)"),
     _entry("flan-t5-base", "t5", "google/flan-t5-base", {
         "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12, "num_decoder_layers": 12,
-        "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}, _CANON),
+        "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}, _COPY,
+        copies=_FLAN_T5_BASE_COPIES),
     _entry("bert-base-uncased", "bert", "google-bert/bert-base-uncased", {
         "model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "max_position_embeddings": 512, "position_embedding_type": "absolute"}, _COPY, copies=_BERT_BASE_COPIES),
