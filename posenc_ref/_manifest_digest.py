@@ -3,4 +3,4 @@
 Written by ``posenc-ref golden generate`` (:func:`posenc_ref.corpus.record_shipped_digest`); never edit by hand.
 """
 
-MANIFEST_SHA256 = "6211c411a572cca43e9324426de16d55e85a3f2d72d01c2851ee5bbcbed88181"
+MANIFEST_SHA256 = "295e384fee07e68b9ce0b9198d6051d11e179156e0cc9cb1effbabb08f3cfcae"

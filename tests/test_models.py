@@ -226,7 +226,10 @@ def test_alibi_t5_deberta_and_learned_offsets():
     np.testing.assert_allclose(bias[:, 0, 0], -3 * 2.0 ** -(0.5 * np.arange(1, 17)))
     t5 = layers("t5-base")
     assert [lp.params["direction"] for lp in (t5[0], t5[12])] == ["bidirectional", "unidirectional"]
-    assert resolve(get("t5-base").config).provenance.defaulted == {"relative_attention_max_distance": 128}
+    # The hub file has no num_decoder_layers: T5Config then takes num_layers (12), not its class default 6.
+    assert len(t5) == 24
+    assert resolve(get("t5-base").config).provenance.defaulted == {"num_decoder_layers": 12,
+                                                                   "relative_attention_max_distance": 128}
     deb = layers("deberta-v3-base")[0]
     assert (deb.params["max_relative_positions"], deb.params["position_buckets"], deb.params["pos_att_type"]) == (
         512, 256, "c2p|p2c")

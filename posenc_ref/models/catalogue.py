@@ -244,6 +244,15 @@ _PYTHIA_160M_COPIES = (
     "AusRedNeck/llm-lab@c79cea1ff18f6fdba811cbd16c3692b6735c9c1d references/pythia-160m/config.json (the whole file, "
     "GPTNeoXForCausalLM, vocab 50304, transformers_version 4.24.0): every position key here is equal "
     "(rotary_pct 0.25, rotary_emb_base 10000)")
+_T5_BASE_COPIES = (
+    "DayaAlex/T5_nlg@65ac101014b8f2df6eab0b40c9c7fdc51b2d3b98 t5-base-config.json (architectures T5WithLMHeadModel, "
+    "an early revision of the hub file) and Girafboy/pytorchKQI@b6467fe3381ef7dd8ea9605c0b7373a52d1e1989 demo.py "
+    "(t5_base, the file as a Python dict, architectures T5ForConditionalGeneration) agree on every key here: "
+    "d_model 768, d_kv 64, num_heads 12, num_layers 12, relative_attention_num_buckets 32 (and n_positions 512); "
+    "neither has num_decoder_layers or relative_attention_max_distance")
+_T5_BASE_DEFAULTS = (
+    "transformers T5Config (models/t5/configuration_t5.py): num_decoder_layers is num_layers when absent (12), "
+    "relative_attention_max_distance 128")
 _FLAN_T5_BASE_COPIES = (
     "abderrazekAhlamouche/technical_chatbot@124cc5caf5ecb1bf4444465e290b594f88a9fcdd "
     "models/models--google--flan-t5-base/snapshots/7bcac572ce56db69c1ea7c8af255c5d7c9672fc2/config.json, a "
@@ -394,9 +403,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "max_seq_len": 2048,
         "attn_config": {"alibi": True, "alibi_bias_max": 8}}, _COPY),
     _entry("t5-base", "t5", "google-t5/t5-base", {
-        "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12, "num_decoder_layers": 12,
-        "relative_attention_num_buckets": 32}, _CANON,
-           "transformers T5Config default relative_attention_max_distance=128 (models/t5/configuration_t5.py)"),
+        "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12,
+        "relative_attention_num_buckets": 32}, _COPY, _T5_BASE_DEFAULTS, copies=_T5_BASE_COPIES),
     _entry("flan-t5-base", "t5", "google/flan-t5-base", {
         "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12, "num_decoder_layers": 12,
         "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}, _COPY,
