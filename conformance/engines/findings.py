@@ -283,8 +283,12 @@ FINDINGS: tuple[Finding, ...] = (
         minimal_config={"model_type": "roberta", "hidden_size": 64, "num_attention_heads": 4,
                         "num_hidden_layers": 1, "max_position_embeddings": 514, "pad_token_id": 1},
         positions=(0, 1, 511, 512, 513),
-        notes=("Whether FacebookAI/roberta-base's own `tokenizer_config.json` carries `model_max_length` (which "
-               "would cap a download of the whole repository at 512) was not checked: no hub access here.",),
+        notes=("FacebookAI/roberta-base's own `tokenizer_config.json` is `{\"model_max_length\": 512}` (hub "
+               "revision e2da8e2f811d1448a5b465c236feacd80ffbac7b; "
+               "transformers@5bfcd4b771574f28adf7b4ec664e48164537a5c0 src/transformers/tokenization_roberta.py "
+               "lists 512 for roberta-base too), so vLLM given the whole "
+               "repository caps `max_model_len` at 512 and serves no padding row; a folder holding only the "
+               "config.json, as here, or a derivative whose tokenizer config lacks the key, gets 514.",),
     ),
     Finding(
         id="vllm-deepseek-v3-rope-channels-interleaved",
