@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _loading import load_file
+from _windowed import windowed_names
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -224,22 +225,7 @@ def test_sliding_windows_per_layer_are_the_ones_transformers_builds(config: dict
         assert [layer.kind for layer in resolved] == list(hf_config.layer_types)
 
 
-def _windowed(name: str) -> bool:
-    from posenc_ref.models._layer_rules import _WINDOWED
-    from posenc_ref.models.catalogue import CATALOGUE
-
-    config = CATALOGUE[name].config
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    return text.get("model_type") in _WINDOWED
-
-
-def _catalogue_names() -> list[str]:
-    from posenc_ref.models.catalogue import CATALOGUE
-
-    return [name for name in CATALOGUE if _windowed(name)]
-
-
-@pytest.mark.parametrize("name", _catalogue_names())
+@pytest.mark.parametrize("name", windowed_names())
 def test_catalogue_sliding_windows_are_the_ones_transformers_builds(name: str) -> None:
     """Every catalogued model with sliding layers, built by the harness from its config as the
     catalogue has it: each layer's window against the resolver's."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from _loading import load_file
+from _windowed import windowed_names
 
 pytest.importorskip("vllm")
 # vLLM's import and model construction warn from torch and its own modules (deprecations, Triton without a
@@ -18,7 +19,6 @@ pytest.importorskip("vllm")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning")
 
 from posenc_ref.models import resolve  # noqa: E402
-from posenc_ref.models._layer_rules import _WINDOWED  # noqa: E402
 from posenc_ref.models.catalogue import CATALOGUE  # noqa: E402
 
 _PATH = Path(__file__).resolve().parents[1] / "conformance" / "adapters" / "engine_vllm.py"
@@ -38,18 +38,13 @@ def _windows(config: dict) -> list:
     return out
 
 
-def _windowed(config: dict) -> bool:
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    return text.get("model_type") in _WINDOWED
-
-
 # Catalogued configs vLLM 0.32 does not build here (both not_applicable or findings in docs/findings.md):
 # Qwen2-VL's processor needs files beside the config; Phi-3-mini-128k's 4.x LongRoPE config is refused by
 # the transformers 5 config class vLLM parses it with.
 _REFUSED = {"qwen2-vl-7b": "image processor", "phi-3-mini-128k": "original_max_position_embeddings"}
 
 
-@pytest.mark.parametrize("name", [name for name, entry in CATALOGUE.items() if _windowed(entry.config)])
+@pytest.mark.parametrize("name", windowed_names())
 def test_catalogue_sliding_windows_are_the_ones_vllm_builds(name: str) -> None:
     config = dict(CATALOGUE[name].config)
     if name in _REFUSED:
