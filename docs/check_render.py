@@ -105,7 +105,8 @@ PROBE = f"""<script>
       if (style.visibility === "hidden" || style.opacity === "0") {{ return; }}  // e.g. a heading's hover link
       var box = e.getBoundingClientRect();
       if (box.width > 0 && box.height > 0 && box.right > right && !ownScrollBox(e, column)) {{
-        out.push(describe(e) + " reaches " + Math.round(box.right) + " px, past the text column at " + Math.round(right));
+        out.push(describe(e) + " reaches " + Math.round(box.right) + " px, past the text column at "
+                 + Math.round(right));
       }}
     }});
     column.querySelectorAll("pre").forEach(function (e) {{
@@ -381,7 +382,8 @@ def check_figures(site: Path, pages: dict[Path, _Page]) -> dict[Path, list[str]]
 def check_formulas(site: Path, pages: dict[Path, _Page]) -> dict[Path, list[str]]:
     """Scheme pages without a single typeset formula."""
     return {path: ["a scheme page without a typeset formula"]
-            if path.relative_to(site).as_posix() in SCHEME_PAGES and not page.math else [] for path, page in pages.items()}
+            if path.relative_to(site).as_posix() in SCHEME_PAGES and not page.math else []
+            for path, page in pages.items()}
 
 
 def _chromium() -> str:
@@ -407,7 +409,8 @@ def dump_dom(chromium: str, prefix: list[str], url: str, *, width: int = WIDTHS[
         command = [*prefix, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
                    "--disable-extensions", "--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars",
-                   "--allow-file-access-from-files", f"--user-data-dir={profile}", f"--window-size={width},{WINDOW_HEIGHT}",
+                   "--allow-file-access-from-files", f"--user-data-dir={profile}",
+                   f"--window-size={width},{WINDOW_HEIGHT}",
                    "--virtual-time-budget=15000", "--dump-dom", url]
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
@@ -523,11 +526,13 @@ def _raw_tex_alt(site: Path, page: Path) -> None:
 
 
 def _long_code(site: Path, page: Path) -> None:
-    _edit(page, '<div class="highlight"><pre>', '<div class="highlight"><pre style="white-space: pre">' + "x" * 400 + "\n")
+    _edit(page, '<div class="highlight"><pre>',
+          '<div class="highlight"><pre style="white-space: pre">' + "x" * 400 + "\n")
 
 
 def _clipped_table(site: Path, page: Path) -> None:
-    _edit(page, "</article>", '<div style="overflow: hidden"><table style="display: table; width: 1329px; max-width: none">'
+    _edit(page, "</article>",
+          '<div style="overflow: hidden"><table style="display: table; width: 1329px; max-width: none">'
           "<tr><td>a table wider than the text column</td></tr></table></div></article>")
 
 
@@ -537,8 +542,8 @@ def _blockquote(site: Path, page: Path) -> None:
 
 def _drop_from_sidebar(site: Path, page: Path) -> None:
     text = (site / "index.html").read_text(encoding="utf-8")
-    link = re.search(rf'<li class="toctree-l\d[^"]*"><a class="reference internal" href="{re.escape(page.name)}">.*?</li>',
-                     text, re.S)
+    link = re.search(rf'<li class="toctree-l\d[^"]*"><a class="reference internal" '
+                     rf'href="{re.escape(page.name)}">.*?</li>', text, re.S)
     if link is None:
         raise RuntimeError(f"negative control: no sidebar entry for {page.name}")
     (site / "index.html").write_text(text.replace(link.group(0), ""), encoding="utf-8")
@@ -552,7 +557,8 @@ def _unlabel_axis(site: Path, page: Path) -> None:
     image = next(u for u in parse_page(page).resources if u.endswith(".svg") and not _is_external(u))
     svg = page.parent.joinpath(unquote(urlsplit(image).path))
     text = svg.read_text(encoding="utf-8")
-    cut = re.sub(r'(<g id="matplotlib\.axis_1">.*?)(\n\s*<g id="text_\d+">(?:(?!<g id="(?:matplotlib|xtick|ytick)).)*?</g>\n)'
+    cut = re.sub(r'(<g id="matplotlib\.axis_1">.*?)'
+                 r'(\n\s*<g id="text_\d+">(?:(?!<g id="(?:matplotlib|xtick|ytick)).)*?</g>\n)'
                  r'(?=\s*</g>\s*<g id="matplotlib\.axis_2">)', r"\1\n", text, count=1, flags=re.S)
     if cut == text or not unlabelled_axes_text(cut):
         raise RuntimeError(f"negative control: could not remove an axis label from {svg.name}")

@@ -83,11 +83,11 @@ def check(directory: Path, *, progress: Progress | None = None) -> list[str]:
     """Recompute every case from its stored inputs and compare with the corpus.
 
     Integrity first (:func:`verify`; a manifest that is intact but not the one this package
-    ships is reported and still recomputed, to show what differs); then the case ids and parameters against the registry;
-    then, per case: the oracle recomputed from the stored inputs (integers exact, floats within
-    ``CHECK_ULPS`` float64 ulps), the float64 reference within its float64 tolerance, the
-    stored phases and input scales against the records (within ``SCALE_RTOL``), and
-    error cases raising their declared category. Returns readable problems (empty when clean).
+    ships is reported and still recomputed, to show what differs); then the case ids and parameters against
+    the registry; then, per case: the oracle recomputed from the stored inputs (integers exact, floats within
+    ``CHECK_ULPS`` float64 ulps), the float64 reference within its float64 tolerance, the stored phases and
+    input scales against the records (within ``SCALE_RTOL``), and error cases raising their declared category.
+    Returns readable problems (empty when clean).
     """
     from posenc_ref import oracle
 

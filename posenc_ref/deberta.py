@@ -66,8 +66,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref.alibi import _query_key
-from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float_array, check_int,
-                               check_positions, check_size)
+from posenc_ref.errors import (
+    SpecError,
+    check_choice,
+    check_finite_result,
+    check_float_array,
+    check_int,
+    check_positions,
+    check_size,
+)
 from posenc_ref.t5 import _ladder
 
 DistanceClamp = Literal["none", "max_relative_positions"]

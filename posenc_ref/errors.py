@@ -42,12 +42,11 @@ Every reference function checks, before it computes or allocates anything large:
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final, Literal
-
-import math
-import os
 
 import numpy as np
 from numpy.typing import NDArray

@@ -53,8 +53,16 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import (SpecError, check_choice, check_exact_range, check_float, check_int, check_phase_range,
-                               check_positions, check_size)
+from posenc_ref.errors import (
+    SpecError,
+    check_choice,
+    check_exact_range,
+    check_float,
+    check_int,
+    check_phase_range,
+    check_positions,
+    check_size,
+)
 from posenc_ref.sinusoidal import LADDERS, Ladder, _frequencies
 
 AxisOrder = Literal["x_first", "y_first"]

@@ -33,8 +33,16 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import (SpecError, check_choice, check_exact_range, check_float, check_float_array, check_int,
-                               check_positions, check_size)
+from posenc_ref.errors import (
+    SpecError,
+    check_choice,
+    check_exact_range,
+    check_float,
+    check_float_array,
+    check_int,
+    check_positions,
+    check_size,
+)
 
 OutOfRange = Literal["error", "clamp"]
 OUT_OF_RANGE: Final = ("error", "clamp")

@@ -10,8 +10,21 @@ from __future__ import annotations
 from typing import Final
 
 from posenc_ref.opspec import Case, OpRecord
-from posenc_ref.records import (alibi, attention, deberta, grid2d, learned, models, resample, rope, rope_variants,
-                               shaw, sinusoidal, t5, transformer_xl)
+from posenc_ref.records import (
+    alibi,
+    attention,
+    deberta,
+    grid2d,
+    learned,
+    models,
+    resample,
+    rope,
+    rope_variants,
+    shaw,
+    sinusoidal,
+    t5,
+    transformer_xl,
+)
 
 OPS: Final[tuple[OpRecord, ...]] = (
     *sinusoidal.RECORDS,

@@ -74,8 +74,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref._resample_checks import ANTIALIAS as ANTIALIAS, COORDINATES as COORDINATES  # re-exported
-from posenc_ref._resample_checks import KERNELS as KERNELS, SIZE_FROM as SIZE_FROM  # re-exported
+from posenc_ref._resample_checks import ANTIALIAS as ANTIALIAS  # re-exported
+from posenc_ref._resample_checks import COORDINATES as COORDINATES
+from posenc_ref._resample_checks import KERNELS as KERNELS  # re-exported
+from posenc_ref._resample_checks import SIZE_FROM as SIZE_FROM
 from posenc_ref._resample_checks import _split, _validate
 from posenc_ref.errors import SpecError, check_finite_result, check_float, check_float_array, check_int, check_size
 

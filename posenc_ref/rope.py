@@ -64,8 +64,17 @@ from posenc_ref._rope_rotation import finite as _finite
 from posenc_ref._rope_rotation import rotate_pairs as _rotate_pairs
 from posenc_ref._rope_rotation import validate_x as _validate_x
 from posenc_ref._rope_rotation import xpos_scores
-from posenc_ref.errors import (SpecError, check_choice, check_float, check_float_array, check_int, check_phase_range,
-                               check_positions, check_size, raised_by)
+from posenc_ref.errors import (
+    SpecError,
+    check_choice,
+    check_float,
+    check_float_array,
+    check_int,
+    check_phase_range,
+    check_positions,
+    check_size,
+    raised_by,
+)
 from posenc_ref.rope_scaling import rope_inv_freq
 
 Layout = Literal["half", "interleaved", "interleaved_to_half"]

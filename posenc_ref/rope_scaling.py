@@ -198,8 +198,9 @@ def rope_inv_freq(
         original_max_position=original_max_position, context_length=context_length,
         low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor, beta_fast=beta_fast,
         beta_slow=beta_slow, mscale=mscale, mscale_all_dim=mscale_all_dim, attention_factor=attention_factor,
-        truncate=truncate, ext_factor=ext_factor, partial_rotary_factor=partial_rotary_factor, short_factor=short_factor,
-        long_factor=long_factor, dynamic_convention=dynamic_convention, yarn_convention=yarn_convention,
+        truncate=truncate, ext_factor=ext_factor, partial_rotary_factor=partial_rotary_factor,
+        short_factor=short_factor, long_factor=long_factor, dynamic_convention=dynamic_convention,
+        yarn_convention=yarn_convention,
     )
     variant = VARIANTS[rope_type]
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):

@@ -47,8 +47,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import rope
-from posenc_ref.errors import (SpecError, check_choice, check_float, check_int, check_phase_range, check_positions,
-                               check_size, raised_by)
+from posenc_ref.errors import (
+    SpecError,
+    check_choice,
+    check_float,
+    check_int,
+    check_phase_range,
+    check_positions,
+    check_size,
+    raised_by,
+)
 
 CENTRINGS: Final = ("lucidrains", "torchscale")
 MROPE_LAYOUTS: Final = ("chunked", "interleaved")

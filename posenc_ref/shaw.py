@@ -61,8 +61,15 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float_array, check_int,
-                               check_positions, check_size)
+from posenc_ref.errors import (
+    SpecError,
+    check_choice,
+    check_finite_result,
+    check_float_array,
+    check_int,
+    check_positions,
+    check_size,
+)
 
 Sign = Literal["key_minus_query", "query_minus_key"]
 SIGNS: Final = ("key_minus_query", "query_minus_key")

@@ -63,11 +63,19 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import (SpecError, check_choice, check_exact_range, check_float, check_int, check_phase_range,
-                               check_positions, check_size)
 from posenc_ref._sinusoidal_core import _column_slices as _column_slices
 from posenc_ref._sinusoidal_core import _fairseq_rows
 from posenc_ref._sinusoidal_core import _frequencies as _frequencies
+from posenc_ref.errors import (
+    SpecError,
+    check_choice,
+    check_exact_range,
+    check_float,
+    check_int,
+    check_phase_range,
+    check_positions,
+    check_size,
+)
 
 Ladder = Literal["paper", "t2t"]
 Layout = Literal["interleaved", "concat_sin_cos", "concat_cos_sin"]

@@ -70,10 +70,17 @@ from typing import Any, Final, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from posenc_ref.errors import (SpecError, check_choice, check_finite_result, check_float_array, check_int,
-                               check_positions, check_size)
-from posenc_ref.shaw import check_self_attention_positions
 from posenc_ref._transformer_xl_core import _embedding, _score_terms
+from posenc_ref.errors import (
+    SpecError,
+    check_choice,
+    check_finite_result,
+    check_float_array,
+    check_int,
+    check_positions,
+    check_size,
+)
+from posenc_ref.shaw import check_self_attention_positions
 
 Variant = Literal["transformer_xl", "xlnet"]
 VARIANTS: Final = ("transformer_xl", "xlnet")

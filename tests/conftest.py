@@ -62,7 +62,8 @@ SLOW = (
     ("tests/test_docs_commands.py::test_documented_command[conformance/README.md:*: pytest --posenc-adapter",
      "a pytest run of the plugin over the corpus"),
     ("tests/test_docs_commands.py::test_documented_command[README.md:*: pytest --posenc-adapter", "the same"),
-    ("tests/test_docs_commands.py::test_documented_command[docs/tolerance.md:*: python -m posenc_ref.cli conformance numpy numpy-float32",
+    ("tests/test_docs_commands.py::test_documented_command[docs/tolerance.md:*: "
+     "python -m posenc_ref.cli conformance numpy numpy-float32",
      "three conformance runs over the whole corpus"),
     ("tests/test_docs_commands.py::test_documented_command[README.md:*: python3 -m venv",
      "a fresh virtual environment and install"),

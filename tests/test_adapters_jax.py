@@ -80,6 +80,7 @@ def test_narrow_dtypes_need_no_entry_for_the_rounding_of_the_inputs(dtype):
     of the rounded x, rounded once to the dtype, passes a case whose terms nearly cancel, and so does the
     port, with no expectation entry left in its files."""
     import ml_dtypes
+
     from posenc_ref.rope import rope_apply
 
     narrow = np.float16 if dtype == "float16" else ml_dtypes.bfloat16

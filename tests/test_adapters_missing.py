@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from posenc_ref.cli import main
 from posenc_ref.runner.adapters import AdapterLoadError, load_adapter
 

@@ -14,6 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import torch  # noqa: E402
+
 from posenc_ref.corpus import default_corpus_dir  # noqa: E402
 from posenc_ref.learned import learned_lookup  # noqa: E402
 from posenc_ref.registry import OPS  # noqa: E402
@@ -124,10 +125,11 @@ def test_sdpa_refuses_what_it_cannot_express():
 
 def test_rope_attention_block_matches_the_reference():
     """Whole pipeline: q/k/v projections, transformers' Llama rotary, SDPA with GQA and causal mask."""
-    from posenc_ref.attention import attention
-    from posenc_ref.rope import rope_apply
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    from posenc_ref.attention import attention
+    from posenc_ref.rope import rope_apply
 
     rng = np.random.default_rng(7)
     b, t, width, heads, kv_heads, d = 2, 9, 32, 4, 2, 8

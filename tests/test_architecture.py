@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "posenc_ref"
-SUBPACKAGES = ("records", "oracle", "corpus", "runner", "registry", "cli", "derivations", "models", "scales", "corpus_audit", "_manifest_digest",
-               "_corpus_files", "_corpus_read", "_corpus_check")
+SUBPACKAGES = ("records", "oracle", "corpus", "runner", "registry", "cli", "derivations", "models", "scales",
+               "corpus_audit", "_manifest_digest", "_corpus_files", "_corpus_read", "_corpus_check")
 """Everything above the spec floor (``corpus``, its private parts ``_corpus_*``, ``corpus_audit``, ``registry`` and
 ``cli`` are modules)."""
 

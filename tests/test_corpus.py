@@ -323,7 +323,8 @@ def test_generate_refuses_another_corpus_version_without_force(corpus_copy):
     manifest = json.loads((corpus_copy / "manifest.json").read_text())
     manifest["version"] = "1.0.0"
     (corpus_copy / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    with pytest.raises(corpus.GenerateRefused, match=rf"holds corpus version 1\.0\.0.*writes version {re.escape(corpus.CORPUS_VERSION)}.*--force"):
+    refused = rf"holds corpus version 1\.0\.0.*writes version {re.escape(corpus.CORPUS_VERSION)}.*--force"
+    with pytest.raises(corpus.GenerateRefused, match=refused):
         corpus.generate(corpus_copy)
 
 

@@ -71,5 +71,6 @@ def test_the_coverage_check_sees_a_missing_value():
     op = next(o for o in OPS if o.name == "rope.cos_sin")
     gap = ("rope.cos_sin", "width", "full_interleaved")
     assert gap not in _value_gaps([op])
-    short = dataclasses.replace(op, cases=tuple(c for c in op.cases if c.id != "rope.cos_sin.full_interleaved.d32.long"))
+    long_case = "rope.cos_sin.full_interleaved.d32.long"
+    short = dataclasses.replace(op, cases=tuple(c for c in op.cases if c.id != long_case))
     assert _value_gaps([short]) == {gap}

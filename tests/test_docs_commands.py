@@ -205,7 +205,8 @@ def test_documented_command(command, workdir):
         f"{command.source}: exit status {done.returncode}, the docs expect {command.exit_status}\n{printed[-3000:]}")
     if command.shown is not None:
         assert matches(command.shown, done.stdout.splitlines()), (
-            f"{command.source}: the docs show\n" + "\n".join(command.shown) + "\nbut the command printed\n" + done.stdout)
+            f"{command.source}: the docs show\n" + "\n".join(command.shown) + "\nbut the command printed\n"
+            + done.stdout)
 
 
 @pytest.mark.parametrize(("shown", "printed", "expected"), [

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_engines_protocol import _run
 
 from posenc_ref.runner.adapters import load_adapter
-
-from test_engines_protocol import _run
 
 README = Path(__file__).resolve().parents[1] / "conformance" / "README.md"
 SECTION = "## Model-level adapters: an engine's own config parsing under test"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from posenc_ref.runner.adapters import load_adapter
+from posenc_ref.runner.diagnosis import group_failures
 from posenc_ref.runner.engine import run_conformance
 from posenc_ref.runner.expectations import load_expectations
-from posenc_ref.runner.diagnosis import group_failures
 from posenc_ref.runner.report import markdown_report, matrix, terminal, to_json, to_junit
 
 jsonschema = pytest.importorskip("jsonschema")

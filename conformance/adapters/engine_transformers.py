@@ -39,7 +39,6 @@ model type the harness does not build is ``not_applicable`` with the reason. Com
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib
 import inspect
@@ -81,9 +80,10 @@ channels (DeepSeek's ``q_pe``). ``cos_sin``: the rotary module returns (cos, sin
 ``apply_rotary_pos_emb`` (DeepSeek-V3 with ``rope_interleave``: ``apply_rotary_pos_emb_interleave``;
 Qwen2-VL / Qwen3-VL: the module takes the (3, B, T) MRoPE position streams and recomposes the
 sections itself); ``cos_sin_each``: the same, rotated one tensor at a time on (B, T, H, D) as
-Gemma 4's ``apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=2)``; ``complex_*``: it returns complex ``freqs_cis`` for ``apply_rotary_emb``, on
-(B, T, H, D) (Llama 4) or (B, H, T, D) (DeepSeek-V2); ``sincos_table``: GPT-J has no rotary
-module, its attention gathers rows of a sin|cos table (``create_sinusoidal_positions``) and
+Gemma 4's ``apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=2)``; ``complex_*``: it returns complex
+``freqs_cis`` for ``apply_rotary_emb``, on (B, T, H, D) (Llama 4) or (B, H, T, D) (DeepSeek-V2);
+``sincos_table``: GPT-J has no rotary module, its attention gathers rows of a sin|cos table
+(``create_sinusoidal_positions``) and
 rotates (B, T, H, D) with ``apply_rotary_pos_emb(x, sin, cos)``."""
 
 

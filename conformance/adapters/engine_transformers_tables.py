@@ -10,11 +10,11 @@ weights) and calls the modeling file's own code on it, as the model's forward do
 * ALiBi: BLOOM's ``build_alibi_tensor(attention_mask, num_heads, dtype)`` (the model's method, its
   ``num_heads`` from ``n_head``), Falcon's module-level ``build_alibi_tensor`` (configs with
   ``alibi``; it multiplies in bfloat16, and the model's forward divides the result by
-  ``sqrt(hidden_size // num_heads)`` before adding it to the scaled scores), MPT's ``build_mpt_alibi_tensor(num_heads, max_seq_len)`` called with the arguments
-  the model's forward passes. These give a bias per *key* (``key_only`` up to a constant); the
-  reference reports the ``relative_causal`` form, so the harness subtracts the engine's own value
-  at the query's position (``bias[h, i, j] = A[h, k_j] - A[h, q_i]``, a per-row constant that
-  softmax ignores) and adds nothing else.
+  ``sqrt(hidden_size // num_heads)`` before adding it to the scaled scores), MPT's
+  ``build_mpt_alibi_tensor(num_heads, max_seq_len)`` called with the arguments the model's forward passes.
+  These give a bias per *key* (``key_only`` up to a constant); the reference reports the ``relative_causal``
+  form, so the harness subtracts the engine's own value at the query's position (``bias[h, i, j] = A[h, k_j] -
+  A[h, q_i]``, a per-row constant that softmax ignores) and adds nothing else.
 * T5: the stack's first self-attention (the one holding ``relative_attention_bias``; later blocks
   reuse its bias), ``compute_bias(1, K, past_seen_tokens=q)`` one query at a time. The buckets are
   read through the same path with a table whose row ``b`` holds ``b`` (exact in float32).

@@ -245,12 +245,12 @@ class VllmEngine:
     def __init__(self) -> None:
         try:
             import torch
+            import transformers
             import vllm
 
-            import transformers
-
-            self.version = (f"vllm {vllm.__version__}, torch {torch.__version__}, transformers {transformers.__version__} "
-                            f"(config parsing, Transformers backend), default engine options")
+            self.version = (f"vllm {vllm.__version__}, torch {torch.__version__}, "
+                            f"transformers {transformers.__version__} (config parsing, Transformers backend), "
+                            f"default engine options")
         except ImportError:
             self.version = "vllm not installed"
 

@@ -169,8 +169,6 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # the shared helpers live next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from posenc_ref.registry import get_op  # noqa: E402
-
 import posenc_adapter_attention_checks as attention_checks  # noqa: E402
 import posenc_adapter_checks as checks  # noqa: E402
 from onnx_graph import ATTENTION_OPSET, ELEM, NUMPY, OPSET, ROPE_OPSET, _execute, _graph  # noqa: E402
@@ -217,6 +215,8 @@ from posenc_adapter_shared import (  # noqa: E402
     validate_lookup,
     validate_table,
 )
+
+from posenc_ref.registry import get_op  # noqa: E402
 
 onnx = require("onnx", "onnx")
 ort = require("onnxruntime", "onnx")
@@ -586,8 +586,9 @@ class OnnxRuntimeAdapter(Adapter):
         self.refused = {op: reason for op in RUNNERS if (reason := _probe(op, dtype))}
         ops = {op: self._runner(fn) for op, fn in RUNNERS.items()}
         super().__init__("onnxruntime-graphs", f"onnxruntime {ort.__version__}, onnx {onnx.__version__}", dtype, ops,
-                         {op: {} for op in ops}, {**CALLS, "rope.rotate": rotate_call(dtype), "rope.rotate_freq": rotate_freq_call(dtype)}, OnnxRuntimeAdapter,
-                         tuple(ELEM))
+                         {op: {} for op in ops},
+                         {**CALLS, "rope.rotate": rotate_call(dtype), "rope.rotate_freq": rotate_freq_call(dtype)},
+                         OnnxRuntimeAdapter, tuple(ELEM))
 
     def _runner(self, fn: Runner) -> Callable[[Mapping[str, Any], Mapping[str, np.ndarray]], dict[str, np.ndarray]]:
         return lambda params, inputs: fn(params, inputs, self.dtype)

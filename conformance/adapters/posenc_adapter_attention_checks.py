@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
 from posenc_adapter_checks import (
     _self_positions,
     _sinusoid_width,

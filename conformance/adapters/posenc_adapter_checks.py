@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
 from posenc_adapter_shared import Rejected, base_value, choice, integer, invalid, invalid_shape, positions
 
 

@@ -78,7 +78,8 @@ FINDINGS: tuple[Finding, ...] = (
         id="transformers-llama4-temperature-int",
         engine="transformers", kind="config",
         cases=("model.llama-4-scout.*",),
-        title="transformers rejects Llama 4 Scout's published config: `attn_temperature_tuning` is 4, the class wants a bool",
+        title="transformers rejects Llama 4 Scout's published config: `attn_temperature_tuning` is 4, the class "
+              "wants a bool",
         computes="nothing: `AutoConfig.for_model` raises `StrictDataclassFieldValidationError: Field "
                  "'attn_temperature_tuning' expected bool, got int (value: 4)`, so no Llama 4 layer can be built",
         config_says="`\"attn_temperature_tuning\": 4` in the hub `config.json` of meta-llama/Llama-4-Scout-17B-16E "
@@ -377,10 +378,9 @@ def measure_one(adapter: Any, finding: Finding) -> dict[str, Any]:
     the attention scores ``logit_scale[i] * q_rot[i] . k_rot[j]`` (head 0, seeded q and k)."""
     import numpy as np
 
+    from posenc_ref.errors import SpecError
     from posenc_ref.models import resolve
     from posenc_ref.registry import get_op
-
-    from posenc_ref.errors import SpecError
 
     config = finding.minimal_config
     assert config is not None
@@ -391,7 +391,8 @@ def measure_one(adapter: Any, finding: Finding) -> dict[str, Any]:
     try:
         layer = resolve(config).layers[finding.layer]
     except SpecError as exc:
-        heads, kv_heads = config["num_attention_heads"], config.get("num_key_value_heads", config["num_attention_heads"])
+        heads = config["num_attention_heads"]
+        kv_heads = config.get("num_key_value_heads", heads)
         head_dim = config.get("head_dim") or config["hidden_size"] // heads
         inputs = {"positions": positions, "q": rng.standard_normal((t, heads, head_dim)),
                   "k": rng.standard_normal((t, kv_heads, head_dim))}
@@ -532,8 +533,8 @@ def _effect(m: dict[str, Any] | None) -> list[str]:
         lines.append(f"  table of {m['table_rows']} rows; rows read by the engine {m['engine_rows']}, by the reference "
                      f"{m['reference_rows']}.")
         if "loaded" in m:
-            lines.append(f"  With a checkpoint table of ones loaded by the engine's own weight loader, the rows read hold "
-                         f"{m['loaded']} (largest magnitude per row; 0: a padding row, no checkpoint data).")
+            lines.append(f"  With a checkpoint table of ones loaded by the engine's own weight loader, the rows read "
+                         f"hold {m['loaded']} (largest magnitude per row; 0: a padding row, no checkpoint data).")
         return lines
     if "bias_max_abs_diff" in m:
         w = m["bias_worst"]

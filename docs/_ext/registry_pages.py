@@ -171,7 +171,8 @@ class CaseTable(Directive):
         intro += nodes.Text(". Open an op to see its cases.")
         out: list[nodes.Node] = [intro]
         for op in ops:
-            kinds = {kind: sum(c.kind == kind for c in op.cases) for kind in ("normal", "edge", "long_position", "error")}
+            kinds = {kind: sum(c.kind == kind for c in op.cases)
+                     for kind in ("normal", "edge", "long_position", "error")}
             counts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in kinds.items() if n)
             summary = f"<code>{html.escape(op.name)}</code>: <code>{html.escape(op.summary)}</code> ({counts})"
             out.append(nodes.raw("", f'<details class="posenc-cases"><summary>{summary}</summary>', format="html"))

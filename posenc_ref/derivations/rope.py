@@ -19,7 +19,6 @@ from posenc_ref.derivations._rope_symbols import K, Q, _rng, _rotation, _unit, m
 from posenc_ref.rope import rope_apply, rope_layout_permutation, rope_scores
 from posenc_ref.rope_variants import rope_xpos
 
-
 # --- relativity ----------------------------------------------------------------------------
 
 def _relativity() -> Derivation:

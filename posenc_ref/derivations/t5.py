@@ -8,7 +8,6 @@ import sympy
 from posenc_ref.derivations._claim import Claim, Derivation
 from posenc_ref.t5 import t5_bucket
 
-
 # --- T5 ------------------------------------------------------------------------------------
 
 _T5_DOMAIN = ((8, 16), (16, 32), (32, 64), (32, 128), (64, 256), (128, 512))

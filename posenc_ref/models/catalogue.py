@@ -365,7 +365,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "rope_theta": 10000, "rope_scaling": {
             "beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
             "original_max_position_embeddings": 4096, "type": "yarn"}}, _COPY,
-           "transformers DeepseekV3Config default rope_interleave=True (models/deepseek_v3/configuration_deepseek_v3.py)",
+           "transformers DeepseekV3Config default rope_interleave=True "
+           "(models/deepseek_v3/configuration_deepseek_v3.py)",
            copies=_DEEPSEEK_V3_COPIES),
     _entry("gpt-oss-20b", "gpt-oss", "openai/gpt-oss-20b", {
         "model_type": "gpt_oss", "hidden_size": 2880, "num_attention_heads": 64, "num_key_value_heads": 8,

@@ -25,7 +25,8 @@ _COLUMNS = ("layers", "kind", "scheme", "base", "rope_type", "factor", "rotary",
 
 def add_model_parser(sub: Any) -> argparse.ArgumentParser:
     """Add ``model list`` / ``model show`` to a subparsers object; returns the ``model`` parser."""
-    p_model: argparse.ArgumentParser = sub.add_parser("model", help="model configs: the catalogue, and any config.json layer by layer")
+    p_model: argparse.ArgumentParser = sub.add_parser(
+        "model", help="model configs: the catalogue, and any config.json layer by layer")
     actions = p_model.add_subparsers(dest="model_action", metavar="ACTION", required=True)
     actions.add_parser("list", help="list the catalogued models (name, family, layers, schemes, source)")
     show = actions.add_parser("show", help="the per-layer positions of a catalogued model or a config.json, "

@@ -230,7 +230,7 @@ def model_transformer_xl(distances: Any, /, *, model: str = "", config: Mapping[
 
 
 def xl_clamped(params: Mapping[str, Any], distances: Any) -> NDArray[np.int64]:
-    """The distances an XLNet layer's rows are built at: clamped to ``[-clamp_len, clamp_len]`` when ``clamp_len > 0``."""
+    """The distances an XLNet layer's rows are built at: clamped to ``[-clamp_len, clamp_len]`` if ``clamp_len > 0``."""
     delta = np.asarray(distances, dtype=np.int64)
     clamp = int(params["clamp_len"])
     return np.clip(delta, -clamp, clamp) if clamp > 0 else delta

@@ -1,4 +1,4 @@
-"""The catalogue table of docs/models.md, written from the catalogue and the resolver (a test keeps the page current)."""
+"""The catalogue table of docs/models.md, written from the catalogue and the resolver (a test keeps it current)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,17 @@ from typing import Any, Final
 
 from posenc_ref.errors import SpecError
 from posenc_ref.models import _rope
-from posenc_ref.models._layer_rules import (_attention_shape, _layer_types, _lookup_any, _layout, _rotary,
-                                            _sliding_window, _softmax_multiplier, _temperature, _uses_rope)
+from posenc_ref.models._layer_rules import (
+    _attention_shape,
+    _layer_types,
+    _layout,
+    _lookup_any,
+    _rotary,
+    _sliding_window,
+    _softmax_multiplier,
+    _temperature,
+    _uses_rope,
+)
 from posenc_ref.models._reader import FUNC, Reader, load_config
 
 INTERPRETATIONS: Final[dict[str, str]] = {
@@ -42,10 +51,12 @@ modeling_ministral3.py ``get_llama_4_attn_scale``; modeling_mistral4.py too, a m
 # config.json at hub revision 56394a13c2ba681dfd14a32346d3a14f3b69fcfa), a re-saved one hidden_size /
 # n_head. T5's num_hidden_layers is left out: transformers then takes num_decoder_layers from the class
 # default 6, not from the layer count, so such a config stays an error here.
-_BART_LIKE: Final[dict[str, tuple[str, ...]]] = {"d_model": ("hidden_size",), "encoder_attention_heads": ("num_attention_heads",),
-                     "encoder_layers": ("num_hidden_layers",)}
-_GPT2_LIKE: Final[dict[str, tuple[str, ...]]] = {"n_embd": ("hidden_size",), "n_positions": ("max_position_embeddings",),
-                     "n_head": ("num_attention_heads",), "n_layer": ("num_hidden_layers",)}
+_BART_LIKE: Final[dict[str, tuple[str, ...]]] = {
+    "d_model": ("hidden_size",), "encoder_attention_heads": ("num_attention_heads",),
+    "encoder_layers": ("num_hidden_layers",)}
+_GPT2_LIKE: Final[dict[str, tuple[str, ...]]] = {
+    "n_embd": ("hidden_size",), "n_positions": ("max_position_embeddings",), "n_head": ("num_attention_heads",),
+    "n_layer": ("num_hidden_layers",)}
 _SPELLINGS: Final[dict[str, tuple[str, dict[str, tuple[str, ...]]]]] = {
     "bloom": ("BloomConfig", {"n_layer": ("num_hidden_layers",), "n_head": ("num_attention_heads",),
                               "hidden_size": ("n_embed",)}),
@@ -192,8 +203,8 @@ def resolve(config: Any, *, interpretation: str = "transformers-5", context_leng
         from posenc_ref.models._absolute import absolute_layers
         layers, max_position = absolute_layers(r, model_type)
     else:
-        raise SpecError(f"{FUNC}: model_type {model_type!r} is not one posenc-ref reads; known: "
-                        f"{', '.join(sorted(set(_ROPE_MODELS + _LEARNED + _SINUSOIDAL + ('bloom', 'mpt', 't5', 'deberta-v2', 'xlnet'))))}")
+        known = sorted(set(_ROPE_MODELS + _LEARNED + _SINUSOIDAL + ("bloom", "mpt", "t5", "deberta-v2", "xlnet")))
+        raise SpecError(f"{FUNC}: model_type {model_type!r} is not one posenc-ref reads; known: {', '.join(known)}")
     provenance = Provenance(interpretation, INTERPRETATIONS[interpretation], dict(root.read), dict(root.defaulted),
                             root.ignored(whole), tuple(root.notes))
     return ModelPositions(model_type, max_position, tuple(layers), provenance)
@@ -343,8 +354,8 @@ def _t5_layers(r: Reader) -> tuple[list[LayerPositions], int | None]:
             "max_distance": r.integer("relative_attention_max_distance", 128)}
     layers = [LayerPositions(i, "encoder", "encoder", "t5", {**base, "direction": "bidirectional"}, heads, heads,
                              d_kv) for i in range(n_enc)]
-    layers += [LayerPositions(n_enc + i, "decoder", "decoder", "t5", {**base, "direction": "unidirectional"}, heads, heads,
-                              d_kv) for i in range(n_dec)]
+    layers += [LayerPositions(n_enc + i, "decoder", "decoder", "t5", {**base, "direction": "unidirectional"}, heads,
+                              heads, d_kv) for i in range(n_dec)]
     r.note("T5 attention has no 1/sqrt(d) scale (logit_scale 1); only the first layer of each stack holds the "
            "bias table, the others reuse it")
     return layers, None

@@ -18,8 +18,21 @@ from typing import Any, Final
 import mpmath
 from numpy.typing import NDArray
 
-from posenc_ref.oracle import (alibi, attention, attention_positional, deberta, grid2d, learned, models, resample, rope,
-                               shaw, sinusoidal, t5, transformer_xl)
+from posenc_ref.oracle import (
+    alibi,
+    attention,
+    attention_positional,
+    deberta,
+    grid2d,
+    learned,
+    models,
+    resample,
+    rope,
+    shaw,
+    sinusoidal,
+    t5,
+    transformer_xl,
+)
 from posenc_ref.oracle._common import DPS, Oracle, OracleTable, to_float64
 
 ORACLES: Final[dict[str, Oracle]] = OracleTable({

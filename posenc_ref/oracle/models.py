@@ -24,10 +24,10 @@ from posenc_ref.models import resolve
 from posenc_ref.models.resolve import LayerPositions
 from posenc_ref.oracle import alibi as oalibi
 from posenc_ref.oracle import deberta as odeberta
+from posenc_ref.oracle import rope as orope
 from posenc_ref.oracle import sinusoidal as osinusoidal
 from posenc_ref.oracle import t5 as ot5
 from posenc_ref.oracle import transformer_xl as oxl
-from posenc_ref.oracle import rope as orope
 from posenc_ref.oracle._common import Oracle, to_float64
 
 Inputs = Mapping[str, NDArray[Any]]
@@ -236,9 +236,9 @@ def learned(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]
 
 def sinusoid(params: Mapping[str, Any], inputs: Inputs) -> dict[str, NDArray[Any]]:
     p = _layer(params).params
-    table = osinusoidal.sinusoidal_table({"dim": p["dim"], "base": p["base"], "ladder": p["ladder"], "layout": p["layout"],
-                                       "odd_width": "error", "scale": 1.0, "position_offset": p["position_offset"]},
-                                      inputs)["table"]
+    table = osinusoidal.sinusoidal_table({"dim": p["dim"], "base": p["base"], "ladder": p["ladder"],
+                                          "layout": p["layout"], "odd_width": "error", "scale": 1.0,
+                                          "position_offset": p["position_offset"]}, inputs)["table"]
     return {"embedding": table}
 
 

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.oracle._common import Oracle, to_float64
 
+
 def _g(s: Any, m: Any) -> Any:
     """YaRN's magnitude g(s, m) = 0.1 m ln s + 1 for s > 1, else 1."""
     s = mpmath.mpf(s)

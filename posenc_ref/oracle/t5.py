@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from posenc_ref.oracle._common import Oracle
 
+
 def _log_ladder(n: int, exact: int, limit: int, steps: int, rounding: str) -> int:
     """floor or ceil of steps * ln(n/exact) / ln(limit/exact), exactly."""
     value = steps * mpmath.log(mpmath.mpf(n) / exact) / mpmath.log(mpmath.mpf(limit) / exact)

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from posenc_ref import alibi as al
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
-from posenc_ref.scales.alibi import _slopes_phase, _bias_phase
+from posenc_ref.scales.alibi import _bias_phase, _slopes_phase
 
 CITATION = "Press, Smith, Lewis 2022, Train Short, Test Long (ALiBi), arXiv:2108.12409, section 3; get_slopes"
 

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from posenc_ref import deberta as db
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param
-from posenc_ref.scales.deberta import _scores_phase, _scores_input_scale
+from posenc_ref.scales.deberta import _scores_input_scale, _scores_phase
 
 CITATION = ("He, Gao, Chen 2021, DeBERTaV3, arXiv:2111.09543; He et al. 2020, DeBERTa, arXiv:2006.03654, eq. 4; "
             "microsoft/DeBERTa da_utils.make_log_bucket_position")

@@ -20,20 +20,31 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from posenc_ref.errors import ErrorCategory
 from posenc_ref.models import compute, resolve
 from posenc_ref.models.catalogue import CATALOGUE
 from posenc_ref.models.resolve import LayerPositions, ModelPositions
-from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
-from posenc_ref.records._models_scales import (_alibi_phase, _copy_phase, _copy_scale, _layer, _rotated_phase,
-                                               _rotated_scale, _scale_phase, _sinusoid_phase, _table_phase,
-                                               _xl_phase, _zero_scale)
+from posenc_ref.records._models_scales import (
+    _alibi_phase,
+    _copy_phase,
+    _copy_scale,
+    _layer,
+    _rotated_phase,
+    _rotated_scale,
+    _scale_phase,
+    _sinusoid_phase,
+    _table_phase,
+    _xl_phase,
+    _zero_scale,
+)
 
 CITATION = "the model's config.json as transformers 5.x reads it (docs/models.md); the scheme ops' own citations"
 _PARAMS = (Param("model", "str", "", doc="catalogue name (informational)"),
            Param("config", "str", doc="the model's config.json object, exactly as the JSON"),
            Param("layer", "int", doc="layer index in ModelPositions.layers"),
-           Param("context_length", "int", None, doc="L for dynamic NTK / LongRoPE (transformers: max(position_ids) + 1)"))
+           Param("context_length", "int", None,
+                 doc="L for dynamic NTK / LongRoPE (transformers: max(position_ids) + 1)"))
 _MAX_T = 5
 _MAX_GROUP = 4
 
@@ -74,7 +85,8 @@ def _qk_maker(lp: LayerPositions, positions: NDArray[np.int64]) -> Any:
     t = positions.shape[-1]
 
     def make(rng: np.random.Generator) -> dict[str, NDArray[Any]]:
-        return {"positions": positions, "q": _values(rng, (t, ratio, lp.head_dim)), "k": _values(rng, (t, 1, lp.head_dim))}
+        return {"positions": positions, "q": _values(rng, (t, ratio, lp.head_dim)),
+                "k": _values(rng, (t, 1, lp.head_dim))}
     return make
 
 
@@ -269,5 +281,3 @@ RECORDS: tuple[OpRecord, ...] = (
             "the fixed sinusoidal embedding of a stack (Whisper encoder, Marian, M2M100)",
             position_inputs=("positions",)),
 )
-
-del _GROUPS, _WRONG_SCHEME  # the cases above were built from them; they are not lookup tables

@@ -14,9 +14,13 @@ import numpy as np
 
 from posenc_ref import resample as rs
 from posenc_ref.opspec import Case, OpRecord, Output, Param
-from posenc_ref.scales.resample import (_grid_input_scale, _grid_scale, _table_1d_input_scale, _table_1d_scale,
-                                        _weights_scale)
-
+from posenc_ref.scales.resample import (
+    _grid_input_scale,
+    _grid_scale,
+    _table_1d_input_scale,
+    _table_1d_scale,
+    _weights_scale,
+)
 
 RESAMPLE_CITATION = "Dosovitskiy et al. 2020 (ViT), arXiv:2010.11929, section 3.2; Keys 1981, IEEE TASSP 29(6); " \
                     "timm resample_abs_pos_embed; torch.nn.functional.interpolate"

@@ -26,8 +26,17 @@ from posenc_ref import rope as rp
 from posenc_ref.opspec import Case, OpRecord, Output, Param, case_rng, error_cases
 from posenc_ref.records.rope_scaling import BASE, BASES, HEAD_DIMS, INV_FREQ, exact_inv_freq
 from posenc_ref.records.rope_scaling import RECORDS as SCALING_RECORDS
-from posenc_ref.scales.rope import (_apply_input_scale, _apply_phase, _cached_error_scale, _cached_input_scale,
-                                    _freq_input_scale, _freq_phase, _scores_input_scale, _scores_phase, _table_phase)
+from posenc_ref.scales.rope import (
+    _apply_input_scale,
+    _apply_phase,
+    _cached_error_scale,
+    _cached_input_scale,
+    _freq_input_scale,
+    _freq_phase,
+    _scores_input_scale,
+    _scores_phase,
+    _table_phase,
+)
 
 CITATION = "Su et al. 2021, RoFormer, arXiv:2104.09864, section 3.4.2 (eq. 34)"
 LONG = np.array([0, 1, 4095, 8191, 131071, 10**6], dtype=np.int64)
@@ -82,7 +91,8 @@ def _cos_sin_cases() -> tuple[Case, ...]:
     cases += [Case(f"{p}.{width}.d16.positions0-15", {"width": width}, _table_inputs(np.arange(16), dim=16),
                    f"width={width}: where each column's frequency lands") for width in rp.WIDTHS]
     cases += [
-        Case(f"{p}.yarn_attention_factor_folded", {"width": "full", "attention_factor": float(_YARN16["attention_factor"][0])},
+        Case(f"{p}.yarn_attention_factor_folded",
+             {"width": "full", "attention_factor": float(_YARN16["attention_factor"][0])},
              {"positions": np.array([0, 1, 4095, 65535]), "inv_freq": _YARN16["inv_freq"]},
              "YaRN s16 frequencies with attention factor 1.2773 folded into cos and sin (transformers)"),
         Case(f"{p}.full_interleaved.d32.long", {"width": "full_interleaved"}, _table_inputs(LONG, dim=32),
@@ -158,7 +168,8 @@ def _apply_cases() -> tuple[Case, ...]:
              "(B, T, H, D) with per-row positions (left padding)"),
         Case(f"{p}.attention_factor", {"attention_factor": 1.2772588722239782}, _x((1, 1, 3, 32), [0, 9, 4095]),
              "YaRN attention factor folded into cos and sin scales the rotated channels"),
-        Case(f"{p}.prefix.half.d96.rotary24.attention_factor", {"rotary_dim": 24, "attention_factor": 1.2772588722239782},
+        Case(f"{p}.prefix.half.d96.rotary24.attention_factor",
+             {"rotary_dim": 24, "attention_factor": 1.2772588722239782},
              _x((1, 2, 4, 96), [0, 7, 4095, 131071]),
              "partial prefix with an attention factor: it scales the 24 rotated channels only, never the pass-through"),
         Case(f"{p}.half.d128.base10000.long", {}, _x((1, 2, 8, 128), LONG8),
@@ -403,7 +414,8 @@ def _rotate_freq_cases() -> tuple[Case, ...]:
              _freq_x((1, 1, 8, 64), LONG8, GPT_OSS["inv_freq"]),
              "gpt-oss YaRN frequencies (base 1.5e5, s 32, truncate False) and factor 1.3466 given by the caller",
              kind="long_position", flags=("LongPosition",)),
-        Case(_PHI3_ID, {"attention_factor": phi3_factor}, _freq_x((1, 1, 5, 96), [0, 1, 4095, 131071, 10**6], PHI3_LONG["inv_freq"]),
+        Case(_PHI3_ID, {"attention_factor": phi3_factor},
+             _freq_x((1, 1, 5, 96), [0, 1, 4095, 131071, 10**6], PHI3_LONG["inv_freq"]),
              "Phi-3-mini-128k LongRoPE long-factor frequencies, as MLX SuScaledRoPE passes them (freqs = 1 / w), "
              "and sqrt(1 + ln 32 / ln 4096)", kind="long_position", flags=("LongPosition",)),
         Case(f"{p}.zero_frequency_pairs.d16", {}, _freq_x((1, 2, 4, 16), [0, 7, 4095, 131071], _zero_tail(16, 5)),

@@ -17,7 +17,6 @@ from posenc_ref.records.rope import X_LAYOUT
 from posenc_ref.records.rope_scaling import BASE
 from posenc_ref.scales.rope import _mrope_phase, _xpos_input_scale_of, _xpos_phase_of
 
-
 # --- rope.xpos -------------------------------------------------------------------------------
 
 def _qk_window(shape: tuple[int, ...], positions: Any) -> Any:
@@ -112,7 +111,8 @@ MROPE = OpRecord(
              "error: mrope sections summing to 64, not d/2 = 32", kind="error", error="invalid_argument"),
         Case("rope.mrope_cos_sin.error.two_streams", {"dim": 8}, _mrope([[0, 1], [0, 1]], (2, 1, 1)),
              "error: positions must hold 3 streams", kind="error", error="invalid_shape"),
-        Case("rope.mrope_cos_sin.error.interleaved.section_sum", {"dim": 128, "base": 5e6, "mrope_layout": "interleaved"},
+        Case("rope.mrope_cos_sin.error.interleaved.section_sum",
+             {"dim": 128, "base": 5e6, "mrope_layout": "interleaved"},
              _mrope(_VISION, (24, 20, 24)), "error under mrope_layout='interleaved': sections summing to 68, not "
              "d/2 = 64", kind="error", error="invalid_argument"),
     ),

@@ -17,8 +17,12 @@ from numpy.typing import NDArray
 from posenc_ref import shaw as sh
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param
-from posenc_ref.scales.shaw import (_shaw_logits_input_scale, _shaw_logits_scale, _shaw_output_input_scale,
-                                    _shaw_output_scale)
+from posenc_ref.scales.shaw import (
+    _shaw_logits_input_scale,
+    _shaw_logits_scale,
+    _shaw_output_input_scale,
+    _shaw_output_scale,
+)
 
 Inputs = Mapping[str, NDArray[Any]]
 

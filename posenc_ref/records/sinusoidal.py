@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 from posenc_ref import sinusoidal as sn
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param, error_cases
-from posenc_ref.scales.sinusoidal import _table_phase, _fairseq_phase
+from posenc_ref.scales.sinusoidal import _fairseq_phase, _table_phase
 
 CITATION = "Vaswani et al. 2017, Attention Is All You Need, arXiv:1706.03762, section 3.5"
 

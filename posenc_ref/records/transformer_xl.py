@@ -17,8 +17,7 @@ from posenc_ref import transformer_xl as xl
 from posenc_ref.errors import ErrorCategory
 from posenc_ref.opspec import Case, OpRecord, Output, Param
 from posenc_ref.records.shaw import _pos
-from posenc_ref.scales.transformer_xl import _xl_score_scale, _xl_score_input_scale
-
+from posenc_ref.scales.transformer_xl import _xl_score_input_scale, _xl_score_scale
 
 XL_CITATION = "Dai et al. 2019, Transformer-XL, arXiv:1901.02860, section 3.3; Yang et al. 2019, XLNet, " \
               "arXiv:1906.08237; kimiyoung/transformer-xl mem_transformer.py; zihangdai/xlnet modeling.py"

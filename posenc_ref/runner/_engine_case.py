@@ -17,8 +17,14 @@ from posenc_ref import corpus
 from posenc_ref.registry import get_op
 from posenc_ref.runner._engine_batch import describe_exception, exception_info
 from posenc_ref.runner._engine_results import ERROR_OUTPUT, Result
-from posenc_ref.runner.adapters import (AdapterCrash, as_output_array, dtype_for, error_category, normalise_outputs,
-                                        supports)
+from posenc_ref.runner.adapters import (
+    AdapterCrash,
+    as_output_array,
+    dtype_for,
+    error_category,
+    normalise_outputs,
+    supports,
+)
 from posenc_ref.runner.diagnosis import diagnose, nonfinite_output
 from posenc_ref.runner.expectations import Expectation
 from posenc_ref.runner.models import call_model, diagnose_model, is_model_op, model_supports, uses_run_model

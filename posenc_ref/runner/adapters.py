@@ -8,9 +8,10 @@ An adapter is any object with:
     an op with neither an entry nor a default is not applicable.
 ``run(op, params, inputs)``
     Required, unless the adapter has ``run_model`` (a model-level adapter:
-    :mod:`posenc_ref.runner.models`; its other cases are then not applicable). ``op`` is an op name (``"sinusoidal.table"``), ``params`` the case's full
-    parameters (dict), ``inputs`` a dict of NumPy arrays. Returns the outputs: a dict by output
-    name, a tuple in the op's output order, or a single array for one-output ops; anything
+    :mod:`posenc_ref.runner.models`; its other cases are then not applicable). ``op`` is an op name
+    (``"sinusoidal.table"``), ``params`` the case's full parameters (dict), ``inputs`` a dict of NumPy arrays.
+    Returns the outputs: a dict by output name, a tuple in the op's output order, or a single array for
+    one-output ops; anything
     :func:`numpy.asarray` accepts. To reject bad input it raises its own exception.
 ``version`` (str)
     Optional; recorded in reports.
@@ -274,7 +275,8 @@ def load_adapter(spec: str) -> Any:
         try:
             argv = shlex.split(command)
         except ValueError as exc:
-            raise AdapterLoadError(f"adapter {spec!r}: the command cannot be split like a shell would ({exc})") from None
+            raise AdapterLoadError(
+                f"adapter {spec!r}: the command cannot be split like a shell would ({exc})") from None
         try:
             child = SubprocessAdapter(argv, timeout=timeout_from_env())
         except ValueError as exc:

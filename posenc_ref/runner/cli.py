@@ -56,7 +56,9 @@ def add_conformance_parser(sub: Any) -> None:
     p.add_argument("--report-json", metavar="FILE", help="write the JSON report here (compact: passing results brief)")
     p.add_argument("--report-full", action="store_true", help="write every result of the JSON report in full")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
-    p.add_argument("--markdown", metavar="FILE", help="write a Markdown report here: the family x dtype matrix, each adapter's verdict and its failures grouped by explanation")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="write a Markdown report here: the family x dtype matrix, each adapter's verdict and its "
+                        "failures grouped by explanation")
     p.add_argument("--corpus", metavar="PATH", help="corpus directory (default: the bundled corpus)")
     p.add_argument("--allow-modified", action="store_true",
                    help="run even if the corpus fails verification (stamped into the report)")

@@ -50,6 +50,7 @@ from posenc_ref.opspec import OpRecord
 from posenc_ref.runner._diagnosis_fit_values import _FITTED, _SKIPPED, Fit, _show, _values
 from posenc_ref.runner.diagnosis_fit_scores import _scores
 
+
 def _base_estimate(w: NDArray[np.float64], exponent: NDArray[np.float64]) -> float | None:
     """The median over pairs of ``w_i ** (-1 / e_i)`` (``w_i = b ** -e_i``), None without a usable pair."""
     usable = (exponent > 0) & np.isfinite(w) & (w > 0)

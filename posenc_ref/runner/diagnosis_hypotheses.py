@@ -187,7 +187,8 @@ def _offsets(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArr
 
 def _attention(op: OpRecord, params: Mapping[str, Any], inputs: Mapping[str, NDArray[Any]]) -> Iterator[Hypothesis]:
     """For ops that take ``q``, ``k``, ``v``: the scale, the window's edge and the GQA head mapping."""
-    if not {"q", "k", "v"} <= set(op.inputs) or any(n not in inputs or np.ndim(inputs[n]) != 4 for n in ("q", "k", "v")):
+    qkv = ("q", "k", "v")
+    if not set(qkv) <= set(op.inputs) or any(n not in inputs or np.ndim(inputs[n]) != 4 for n in qkv):
         return
     names = {p.name for p in op.params}
     q, k = np.asarray(inputs["q"]), np.asarray(inputs["k"])

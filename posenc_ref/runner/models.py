@@ -165,7 +165,8 @@ def readings(config: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], f
     if isinstance(text, Mapping):
         for label, changed, inner in readings(text):
             where = label.replace(" (in ", " (in text_config.") if " (in " in label else label + " (in text_config)"
-            yield where, {**copy.deepcopy(dict(config)), "text_config": changed}, frozenset(f"text_config.{k}" for k in inner)
+            yield (where, {**copy.deepcopy(dict(config)), "text_config": changed},
+                   frozenset(f"text_config.{k}" for k in inner))
     for key in config:
         if key == "text_config" and isinstance(text, Mapping):
             continue

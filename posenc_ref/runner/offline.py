@@ -31,8 +31,15 @@ from numpy.typing import NDArray
 
 from posenc_ref import corpus
 from posenc_ref.errors import ERROR_CATEGORIES
-from posenc_ref.runner.engine import (Result, Run, corpus_info, environment, open_corpus, run_case,
-                                      unmatched_expectations)
+from posenc_ref.runner.engine import (
+    Result,
+    Run,
+    corpus_info,
+    environment,
+    open_corpus,
+    run_case,
+    unmatched_expectations,
+)
 from posenc_ref.runner.expectations import Expectation
 from posenc_ref.tolerance import DTYPES
 

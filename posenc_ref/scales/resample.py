@@ -9,9 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import resample as rs
-from posenc_ref.scales import _exact
-from posenc_ref.scales import Inputs
-
+from posenc_ref.scales import Inputs, _exact
 
 _MODE_NAMES = ("kernel", "cubic_a", "antialias", "coordinates", "size_from", "scale_offset")
 """The resampling mode parameters (``MODE_PARAMS`` of :mod:`posenc_ref.records.resample`)."""

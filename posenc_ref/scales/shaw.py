@@ -9,8 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import shaw as sh
-from posenc_ref.scales import _exact
-from posenc_ref.scales import Inputs
+from posenc_ref.scales import Inputs, _exact
 
 
 def _shaw_logits_magnitude(params: Mapping[str, Any], inputs: Inputs) -> NDArray[np.float64]:

@@ -9,9 +9,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from posenc_ref import transformer_xl as xl
-from posenc_ref.scales import _exact
+from posenc_ref.scales import Inputs, _exact
 from posenc_ref.scales.sinusoidal import frequencies
-from posenc_ref.scales import Inputs
 
 
 def _xl_distinct_rows(params: Mapping[str, Any], inputs: Inputs) -> tuple[Any, Any, NDArray[np.float64]]:

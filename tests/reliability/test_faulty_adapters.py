@@ -9,7 +9,6 @@ import json
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
