@@ -3,8 +3,9 @@
 Each entry's ``config`` holds only the keys that decide positions (and those the resolver needs
 to read them: model type, widths, head and layer counts), spelled and typed exactly as the
 model's ``config.json`` on the Hugging Face hub has them. ``sources`` says where the values come
-from: ``config.json`` (the hub file), ``defaults`` (the transformers config class whose default
-fills a key the file leaves out), ``checked`` (how the values were confirmed: a second public
+from: ``config.json`` (the hub file, at the hub revision the copies were checked against where they
+name one, else at ``main``), ``defaults`` (the transformers config class whose default fills a key the
+file leaves out), ``checked`` (how the values were confirmed: a second public
 copy of the file, or not) and, where the values were taken from or checked against named public
 copies, ``copies`` (repository, path and commit). Only numbers are copied, never weights or text.
 """
@@ -32,8 +33,8 @@ class CatalogueEntry:
 
 
 def _entry(name: str, family: str, hub: str, config: dict[str, Any], checked: str, defaults: str = "",
-           copies: str = "") -> CatalogueEntry:
-    sources = {"config.json": f"https://huggingface.co/{hub}/blob/main/config.json", "checked": checked}
+           copies: str = "", revision: str = "main") -> CatalogueEntry:
+    sources = {"config.json": f"https://huggingface.co/{hub}/blob/{revision}/config.json", "checked": checked}
     if defaults:
         sources["defaults"] = defaults
     if copies:
@@ -337,7 +338,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("gemma-4-26b-a4b", "gemma4", "google/gemma-4-26B-A4B", _gemma4_big(2816, 16, 8, 2, 5),
            _COPY, copies=_GEMMA4_26B_COPIES),
     _entry("gemma-4-31b", "gemma4", "google/gemma-4-31B", _gemma4_big(5376, 32, 16, 4, 10),
-           "restatements agree (no verbatim copy of the hub file was found)", copies=_GEMMA4_31B_COPIES),
+           "restatements agree (no verbatim copy of the hub file was found)", copies=_GEMMA4_31B_COPIES,
+           revision="2d418d1b7ed8c04d732c3359e19a11fbc85b6842"),
     _entry("phi-3-mini-4k", "phi3", "microsoft/Phi-3-mini-4k-instruct", {
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
@@ -409,7 +411,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("flan-t5-base", "t5", "google/flan-t5-base", {
         "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12, "num_decoder_layers": 12,
         "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}, _COPY,
-        copies=_FLAN_T5_BASE_COPIES),
+        copies=_FLAN_T5_BASE_COPIES, revision="7bcac572ce56db69c1ea7c8af255c5d7c9672fc2"),
     _entry("bert-base-uncased", "bert", "google-bert/bert-base-uncased", {
         "model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
         "max_position_embeddings": 512, "position_embedding_type": "absolute"}, _COPY, copies=_BERT_BASE_COPIES),
