@@ -210,74 +210,77 @@ _BAD: list[tuple[str, Mapping[str, Any], Any, ErrorCategory, str]] = [
 ]
 
 _T5 = {"model_type": "t5", "d_kv": 8, "num_heads": 2, "num_layers": 1}
-_WRONG_SCHEME = {
-    "model.nope": ("rope_layer", {"config": _LLAMA, "layer": 0}, _QK),
-    "model.alibi": ("rope_layer", {"config": _LLAMA, "layer": 0},
-                    {"query_positions": np.array([0]), "key_positions": np.array([0])}),
-    "model.t5": ("rope_layer", {"config": _LLAMA, "layer": 0},
-                 {"query_positions": np.array([0]), "key_positions": np.array([0]), "table": np.zeros((32, 2))}),
-    "model.deberta": ("t5_layer", {"config": _T5, "layer": 0},
-                      {"query_positions": np.array([0]), "key_positions": np.array([0])}),
-    "model.sinusoidal": ("rope_layer", {"config": _LLAMA, "layer": 0}, {"positions": np.array([0])}),
-    "model.transformer_xl": ("rope_layer", {"config": _LLAMA, "layer": 0}, {"distances": np.array([0])}),
-}
 
 
 def _grouped_cases() -> dict[str, list[Case]]:
     """The model cases by op, with each op's wrong-scheme error case."""
+    wrong_scheme = {
+        "model.nope": ("rope_layer", {"config": _LLAMA, "layer": 0}, _QK),
+        "model.alibi": ("rope_layer", {"config": _LLAMA, "layer": 0},
+                        {"query_positions": np.array([0]), "key_positions": np.array([0])}),
+        "model.t5": ("rope_layer", {"config": _LLAMA, "layer": 0},
+                     {"query_positions": np.array([0]), "key_positions": np.array([0]), "table": np.zeros((32, 2))}),
+        "model.deberta": ("t5_layer", {"config": _T5, "layer": 0},
+                          {"query_positions": np.array([0]), "key_positions": np.array([0])}),
+        "model.sinusoidal": ("rope_layer", {"config": _LLAMA, "layer": 0}, {"positions": np.array([0])}),
+        "model.transformer_xl": ("rope_layer", {"config": _LLAMA, "layer": 0}, {"distances": np.array([0])}),
+    }
     groups = _all_cases()
-    for op, (name, params, inputs) in _WRONG_SCHEME.items():
+    for op, (name, params, inputs) in wrong_scheme.items():
         groups.setdefault(op, []).extend(error_cases(op, [(name, params, inputs, "invalid_argument",
                                                            "a layer of another scheme")]))
     return groups
 
 
-_GROUPS = _grouped_cases()
+def _records() -> tuple[OpRecord, ...]:
+    """The model ops' records; the case groups are built here and not kept (they are no lookup table)."""
+    groups = _grouped_cases()
+
+    def record(name: str, function: Any, inputs: tuple[str, ...], outputs: tuple[Output, ...], summary: str,
+               extra: tuple[Case, ...] = (), **kwargs: Any) -> OpRecord:
+        return OpRecord(name=name, family="model", function=function, inputs=inputs, outputs=outputs, params=_PARAMS,
+                        summary=summary, citation=CITATION, cases=tuple(groups.get(name, [])) + extra, **kwargs)
+
+    return (
+        record("model.rope", compute.model_rope, ("positions", "q", "k"), (
+            Output("q_rot", "float64", "phase", _rotated_phase("q"), _rotated_scale("q")),
+            Output("k_rot", "float64", "phase", _rotated_phase("k"), _rotated_scale("k")),
+            Output("cos", "float64", "phase", _table_phase, _zero_scale("cos")),
+            Output("sin", "float64", "phase", _table_phase, _zero_scale("sin")),
+            Output("logit_scale", "float64", "phase", _scale_phase, _zero_scale("logit_scale"))),
+            "a RoPE or MRoPE layer of a model config: rotated q/k, the cos/sin tables and the logit multiplier",
+            tuple(error_cases("model.rope", _BAD)), position_inputs=("positions",), value_inputs=("q", "k")),
+        record("model.nope", compute.model_nope, ("positions", "q", "k"), (
+            Output("q_rot", "float64", "phase", _copy_phase, _copy_scale("q")),
+            Output("k_rot", "float64", "phase", _copy_phase, _copy_scale("k")),
+            Output("logit_scale", "float64", "phase", _scale_phase, _zero_scale("logit_scale"))),
+            "a NoPE layer: q/k unrotated, the per-position logit multiplier (Llama 4 temperature tuning)",
+            position_inputs=("positions",), value_inputs=("q", "k")),
+        record("model.alibi", compute.model_alibi, ("query_positions", "key_positions"),
+                (Output("bias", "float64", "phase", _alibi_phase),),
+                "an ALiBi layer's bias (relative_causal form)", position_inputs=("query_positions", "key_positions")),
+        record("model.t5", compute.model_t5, ("query_positions", "key_positions", "table"),
+                (Output("bucket", "int64", "exact"), Output("bias", "float64", "ulp")),
+                "a T5 layer's relative buckets and bias", position_inputs=("query_positions", "key_positions"),
+                value_inputs=("table",)),
+        record("model.deberta", compute.model_deberta, ("query_positions", "key_positions"),
+                (Output("index", "int64", "exact"),), "a DeBERTa-v2/v3 layer's relative-embedding rows",
+                position_inputs=("query_positions", "key_positions")),
+        record("model.learned", compute.model_learned, ("positions",), (Output("index", "int64", "exact"),),
+                "the learned-table row each position reads (offsets of OPT, BART, RoBERTa)",
+                position_inputs=("positions",)),
+        record("model.transformer_xl", compute.model_transformer_xl, ("distances",),
+                (Output("embedding", "float64", "phase", _xl_phase),),
+                "the relative sinusoid rows of an XLNet layer (Transformer-XL R_delta), one per distance",
+                tuple(error_cases("model.transformer_xl", [
+                    ("uni_negative_distance", {"config": _XL_SMALL, "layer": 0}, {"distances": np.array([-1, 0])},
+                     "out_of_range", "a negative distance on an attn_type='uni' layer")])),
+                position_inputs=("distances",)),
+        record("model.sinusoidal", compute.model_sinusoidal, ("positions",),
+                (Output("embedding", "float64", "phase", _sinusoid_phase),),
+                "the fixed sinusoidal embedding of a stack (Whisper encoder, Marian, M2M100)",
+                position_inputs=("positions",)),
+    )
 
 
-def _record(name: str, function: Any, inputs: tuple[str, ...], outputs: tuple[Output, ...], summary: str,
-            extra: tuple[Case, ...] = (), **kwargs: Any) -> OpRecord:
-    return OpRecord(name=name, family="model", function=function, inputs=inputs, outputs=outputs, params=_PARAMS,
-                    summary=summary, citation=CITATION, cases=tuple(_GROUPS.get(name, [])) + extra, **kwargs)
-
-
-RECORDS: tuple[OpRecord, ...] = (
-    _record("model.rope", compute.model_rope, ("positions", "q", "k"), (
-        Output("q_rot", "float64", "phase", _rotated_phase("q"), _rotated_scale("q")),
-        Output("k_rot", "float64", "phase", _rotated_phase("k"), _rotated_scale("k")),
-        Output("cos", "float64", "phase", _table_phase, _zero_scale("cos")),
-        Output("sin", "float64", "phase", _table_phase, _zero_scale("sin")),
-        Output("logit_scale", "float64", "phase", _scale_phase, _zero_scale("logit_scale"))),
-        "a RoPE or MRoPE layer of a model config: rotated q/k, the cos/sin tables and the logit multiplier",
-        tuple(error_cases("model.rope", _BAD)), position_inputs=("positions",), value_inputs=("q", "k")),
-    _record("model.nope", compute.model_nope, ("positions", "q", "k"), (
-        Output("q_rot", "float64", "phase", _copy_phase, _copy_scale("q")),
-        Output("k_rot", "float64", "phase", _copy_phase, _copy_scale("k")),
-        Output("logit_scale", "float64", "phase", _scale_phase, _zero_scale("logit_scale"))),
-        "a NoPE layer: q/k unrotated, the per-position logit multiplier (Llama 4 temperature tuning)",
-        position_inputs=("positions",), value_inputs=("q", "k")),
-    _record("model.alibi", compute.model_alibi, ("query_positions", "key_positions"),
-            (Output("bias", "float64", "phase", _alibi_phase),),
-            "an ALiBi layer's bias (relative_causal form)", position_inputs=("query_positions", "key_positions")),
-    _record("model.t5", compute.model_t5, ("query_positions", "key_positions", "table"),
-            (Output("bucket", "int64", "exact"), Output("bias", "float64", "ulp")),
-            "a T5 layer's relative buckets and bias", position_inputs=("query_positions", "key_positions"),
-            value_inputs=("table",)),
-    _record("model.deberta", compute.model_deberta, ("query_positions", "key_positions"),
-            (Output("index", "int64", "exact"),), "a DeBERTa-v2/v3 layer's relative-embedding rows",
-            position_inputs=("query_positions", "key_positions")),
-    _record("model.learned", compute.model_learned, ("positions",), (Output("index", "int64", "exact"),),
-            "the learned-table row each position reads (offsets of OPT, BART, RoBERTa)",
-            position_inputs=("positions",)),
-    _record("model.transformer_xl", compute.model_transformer_xl, ("distances",),
-            (Output("embedding", "float64", "phase", _xl_phase),),
-            "the relative sinusoid rows of an XLNet layer (Transformer-XL R_delta), one per distance",
-            tuple(error_cases("model.transformer_xl", [
-                ("uni_negative_distance", {"config": _XL_SMALL, "layer": 0}, {"distances": np.array([-1, 0])},
-                 "out_of_range", "a negative distance on an attn_type='uni' layer")])),
-            position_inputs=("distances",)),
-    _record("model.sinusoidal", compute.model_sinusoidal, ("positions",),
-            (Output("embedding", "float64", "phase", _sinusoid_phase),),
-            "the fixed sinusoidal embedding of a stack (Whisper encoder, Marian, M2M100)",
-            position_inputs=("positions",)),
-)
+RECORDS: tuple[OpRecord, ...] = _records()
