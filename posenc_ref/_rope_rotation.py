@@ -71,13 +71,13 @@ def xpos_scores(func: str, qr: NDArray[np.float64], kr: NDArray[np.float64], qp:
     if not np.isfinite(weight).all():  # Note: underflow to 0 is the correctly rounded tiny weight
         raise SpecError(f"{func}: xpos_scale_base={scale_base!r} is too small for offsets up to "
                         f"{int(np.abs(offset).max())}: the xPos weights zeta**((m - n)/B) overflow")
-    if layout == "half":
-        pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., :n], kr[..., :n]) + np.einsum(
-            "bhqp,bhkp->bhqkp", qr[..., n:space], kr[..., n:space])
-    else:
-        pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., 0:space:2], kr[..., 0:space:2]) + np.einsum(
-            "bhqp,bhkp->bhqkp", qr[..., 1:space:2], kr[..., 1:space:2])
-    rest = np.einsum("bhqd,bhkd->bhqk", qr[..., space:], kr[..., space:])
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _finite
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow (inf - inf too) is reported by _finite
+        if layout == "half":
+            pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., :n], kr[..., :n]) + np.einsum(
+                "bhqp,bhkp->bhqkp", qr[..., n:space], kr[..., n:space])
+        else:
+            pairs = np.einsum("bhqp,bhkp->bhqkp", qr[..., 0:space:2], kr[..., 0:space:2]) + np.einsum(
+                "bhqp,bhkp->bhqkp", qr[..., 1:space:2], kr[..., 1:space:2])
+        rest = np.einsum("bhqd,bhkd->bhqk", qr[..., space:], kr[..., space:])
         scores = np.asarray((pairs * weight).sum(axis=-1) + rest, dtype=np.float64)
     return scores

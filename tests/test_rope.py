@@ -321,6 +321,15 @@ def test_scores_bad_input_gives_spec_or_type_errors(kwargs, k_positions):
     assert np.isfinite(out).all()
 
 
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+def test_xpos_scores_overflowing_pairs_are_a_spec_error_not_a_numpy_warning(layout):
+    # Found by the property test above: attention_factor ~1e154 makes each pair product inf and their sum
+    # inf - inf; NumPy's "invalid value" warning escaped before the finite check (an error under -W error).
+    q, k = np.ones((1, 1, 2, 8)), np.ones((1, 1, 1, 8))
+    with pytest.raises(SpecError, match="overflows float64"):
+        rope_scores(q, k, [0, 1], [0], attention_factor=2.4431654488773117e154, xpos_scale_base=1, layout=layout)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.sampled_from(["base", "scale_base", "centring", "layout", "x_layout"]), WILD, max_size=3),
        st.dictionaries(st.sampled_from(["dim", "base", "mrope_layout", "width"]), WILD, max_size=2),
