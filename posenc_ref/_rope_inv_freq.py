@@ -56,11 +56,15 @@ def yarn_correction_range(
         if beta is not None:
             check_float(func, name, beta, nonnegative=True)
 
-    def correction(rotations: float) -> float:
-        return dim * math.log(original_max_position / (rotations * 2 * math.pi)) / (2 * math.log(base))
+    def correction(name: str, rotations: float) -> float:
+        ratio = original_max_position / (rotations * 2 * math.pi)
+        if not 0.0 < ratio < math.inf:  # Note: a beta near 1e308 or 1e-308 takes the quotient out of float64
+            raise SpecError(f"{func}: {name}={rotations!r} puts original_max_position / ({name} * 2 pi) = "
+                            f"{ratio!r} outside float64's positive range")
+        return dim * math.log(ratio) / (2 * math.log(base))
 
-    low = correction(beta_fast or 32.0)  # Note: transformers' `x or default`: 0 means the default
-    high = correction(beta_slow or 1.0)
+    low = correction("beta_fast", beta_fast or 32.0)  # Note: transformers' `x or default`: 0 means the default
+    high = correction("beta_slow", beta_slow or 1.0)
     if truncate:
         low, high = math.floor(low), math.ceil(high)
     return max(low, 0), min(high, dim - 1)  # Note: clamp to d - 1 (keras-hub once used d/2 - 1)

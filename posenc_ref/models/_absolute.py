@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from posenc_ref.errors import SpecError
-from posenc_ref.models._reader import FUNC, Reader
+from posenc_ref.models._reader import FUNC, Reader, check_upper
 
 
 def _stack(kind: str, start: int, n: int, scheme: str, params: dict[str, Any], heads: int, hidden: int) -> list[Any]:
     from posenc_ref.models.resolve import LayerPositions
     if hidden % heads:
         raise SpecError(f"{FUNC}: the model width {hidden} is not a multiple of its {heads} heads")
+    check_upper("head_dim", hidden // heads)  # Note: the head width derived from the model width
     return [LayerPositions(start + i, kind, kind, scheme, params, heads, heads, hidden // heads,
                            logit_scale=float(hidden // heads) ** -0.5) for i in range(n)]
 

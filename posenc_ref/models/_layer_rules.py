@@ -5,11 +5,12 @@ multiplier and the attention temperature (docs/models.md pins the reading of eve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Final
 
 from posenc_ref.errors import SpecError
-from posenc_ref.models._reader import FUNC, Reader
+from posenc_ref.models._reader import FUNC, Reader, check_upper
 
 _INTERLEAVED: Final = ("gptj", "cohere", "glm", "glm4", "llama4_text", "deepseek_v2")
 
@@ -26,6 +27,7 @@ def _attention_shape(r: Reader, *, heads_key: str = "num_attention_heads", hidde
     if hidden % heads:
         raise SpecError(f"{FUNC}: {r.prefix}{hidden_key}={hidden} is not a multiple of {heads_key}={heads}, and "
                         f"there is no head_dim")
+    check_upper(f"{r.prefix}head_dim", hidden // heads)  # Note: the head width derived from hidden_size
     return heads, kv, hidden // heads
 
 
@@ -61,6 +63,8 @@ def _sliding_window(r: Reader, model_type: str) -> int | None:
                         f"window), got None")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
         raise SpecError(f"{FUNC}: {r.prefix}sliding_window must be an integer >= 1 or null, got {window!r}")
+    if window is not None:
+        check_upper(f"{r.prefix}sliding_window", window)
     return window
 
 
@@ -115,8 +119,10 @@ def _rotary(r: Reader, model_type: str, head_dim: int, source: Any) -> tuple[int
     if model_type in ("deepseek_v2", "deepseek_v3"):
         return r.integer("qk_rope_head_dim"), "suffix", r.integer("qk_rope_head_dim")
     if model_type == "gptj":
-        rd = r.get("rotary_dim")
-        rd = head_dim if rd is None else rd
+        rd = head_dim if r.get("rotary_dim") is None else r.integer("rotary_dim")
+        if rd % 2 or rd > head_dim:
+            raise SpecError(f"{FUNC}: {r.prefix}rotary_dim must be even and at most the head width {head_dim}, "
+                            f"got {rd}")
         return rd, "prefix", rd
     if model_type == "gpt_neox":
         factor = r.number("rotary_pct", 0.25) if not r.has("partial_rotary_factor") else r.number(
@@ -125,14 +131,23 @@ def _rotary(r: Reader, model_type: str, head_dim: int, source: Any) -> tuple[int
                         "falcon", "qwen2"):
         default = {"phi": 0.5, "glm": 0.5, "glm4": 0.5}.get(model_type, 1.0)
         inner = source.get("partial_rotary_factor") if isinstance(source, (Reader, dict)) else None
-        factor = float(inner) if inner is not None else r.number("partial_rotary_factor", default)
+        factor = r.number("partial_rotary_factor", default) if inner is None else _fraction(inner)
     else:
         factor = 1.0  # Note: transformers' Llama-style models ignore partial_rotary_factor
+    if factor > 1.0:
+        raise SpecError(f"{FUNC}: the partial rotary factor must be at most 1 (a share of head_dim={head_dim}), "
+                        f"got {factor!r}")
     rd = int(head_dim * factor)
-    if rd % 2 or rd < 2:
-        raise SpecError(f"{FUNC}: the rotary width int(head_dim * partial_rotary_factor) = {rd} must be even "
-                        f"and >= 2 (head_dim={head_dim}, factor={factor})")
+    if rd % 2 or rd < 2 or rd > head_dim:
+        raise SpecError(f"{FUNC}: the rotary width int(head_dim * partial_rotary_factor) = {rd} must be even, "
+                        f">= 2 and at most head_dim (head_dim={head_dim}, factor={factor})")
     return rd, "prefix", rd
+
+
+def _fraction(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise SpecError(f"{FUNC}: rope_parameters.partial_rotary_factor must be a number > 0, got {value!r}")
+    return float(value)
 
 
 def _lookup_any(source: Any, key: str) -> Any:
@@ -151,7 +166,12 @@ def _softmax_multiplier(params: Mapping[str, Any], model_type: str) -> float:
         return 1.0
     from posenc_ref.rope_scaling import yarn_mscale
     m_all = params.get("mscale_all_dim")
-    return yarn_mscale(params["factor"], m_all) ** 2 if m_all else 1.0
+    g = yarn_mscale(params["factor"], m_all) if m_all else 1.0
+    multiplier = g * g  # Note: a product, not ** 2, so that an overflow is inf (refused below), not OverflowError
+    if not math.isfinite(multiplier):
+        raise SpecError(f"{FUNC}: the softmax multiplier mscale(factor={params['factor']!r}, mscale_all_dim="
+                        f"{m_all!r})**2 overflows float64")
+    return multiplier
 
 
 def _temperature(r: Reader, model_type: str, rotated: bool) -> dict[str, Any] | None:

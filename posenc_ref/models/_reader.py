@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from posenc_ref.errors import SpecError
+from posenc_ref.errors import EXACT_LIMIT, SpecError
 
 FUNC = "resolve"
+
+SIZE_LIMIT: Final = 2**16
+"""The largest layer count, head count or head width the resolver takes. The resolver lists every
+layer and the model ops build one array row per head and one column per channel, so a larger value
+(no published model comes within a factor of 100 of it) is refused instead of built."""
+SIZE_KEYS: Final = frozenset({
+    "num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_decoder_layers", "encoder_layers",
+    "decoder_layers", "num_attention_heads", "num_key_value_heads", "num_global_key_value_heads", "n_head",
+    "n_heads", "num_heads", "num_kv_heads", "encoder_attention_heads", "decoder_attention_heads", "head_dim",
+    "global_head_dim", "d_kv", "d_head", "qk_rope_head_dim", "qk_nope_head_dim", "rotary_dim"})
+"""The integer keys :data:`SIZE_LIMIT` bounds; every other integer key is bounded by 2**53 - 1."""
 
 
 def load_config(config: Any) -> dict[str, Any]:
@@ -28,6 +40,16 @@ def load_config(config: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise SpecError(f"{FUNC}: config={str(path)!r} must hold a JSON object, got a JSON {type(value).__name__}")
     return value
+
+
+def check_upper(key: str, value: int) -> None:
+    """SpecError when the integer ``value`` of config key ``key`` is past its bound (:data:`SIZE_KEYS`)."""
+    if key.rsplit(".", 1)[-1] in SIZE_KEYS:
+        if value > SIZE_LIMIT:
+            raise SpecError(f"{FUNC}: {key} must be at most 2**16 = {SIZE_LIMIT} (the resolver lists every layer "
+                            f"and builds arrays over heads and channels), got {value!r}")
+    elif value >= EXACT_LIMIT:
+        raise SpecError(f"{FUNC}: {key} must be below 2**53 (an exact integer in float64 and int64), got {value!r}")
 
 
 class Reader:
@@ -105,13 +127,14 @@ class Reader:
         key = self._spelling(key)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise SpecError(f"{FUNC}: {self.prefix + key} must be an integer >= {minimum}, got {value!r}")
+        check_upper(self.prefix + key, value)
         return value
 
     def number(self, key: str, default: float | None = None, *, positive: bool = True) -> float:
         value = self.get(key, default) if default is not None else self.require(key)
         key = self._spelling(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"{FUNC}: {self.prefix + key} must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise SpecError(f"{FUNC}: {self.prefix + key} must be a finite number, got {value!r}")
         if positive and not value > 0:
             raise SpecError(f"{FUNC}: {self.prefix + key} must be > 0, got {value!r}")
         return float(value)

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from posenc_ref import rope_scaling as rs
 from posenc_ref.errors import SpecError
-from posenc_ref.models._reader import FUNC, Reader
+from posenc_ref.models._reader import FUNC, Reader, check_upper
 
 ALIASES: Final = {"su": "longrope", "mrope": "default"}
 """Old ``rope_scaling.type`` names and what transformers reads them as (Phi-3's ``su``, Qwen2-VL's ``mrope``)."""
@@ -114,6 +114,13 @@ def _positive(name: str, value: Any) -> float:
     return float(value)
 
 
+def finite(name: str, value: Any) -> float:
+    """``value`` as a float: a finite JSON number (sign free; the op checks its range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SpecError(f"{FUNC}: {name} must be a finite number, got {name}={value!r}")
+    return float(value)
+
+
 def frequency_params(source: Reader | dict[str, Any], r: Reader, *, kind: str, dim: int, max_position: int | None,
                      interpretation: str) -> dict[str, Any]:
     """``rope_inv_freq`` keywords (less ``context_length``) for one layer's rope settings."""
@@ -127,6 +134,8 @@ def frequency_params(source: Reader | dict[str, Any], r: Reader, *, kind: str, d
     if kind == "longrope" and factor is None:
         if original is None or max_position is None:
             raise SpecError(f"{FUNC}: rope_type='longrope' needs factor or original_max_position_embeddings")
+        if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+            raise SpecError(f"{FUNC}: original_max_position_embeddings must be an integer >= 1, got {original!r}")
         factor = max_position / original  # Note: transformers: max_position_embeddings / original
         r.note(f"longrope factor = max_position_embeddings / original_max_position_embeddings = {factor!r}")
     if factor is not None:
@@ -141,6 +150,7 @@ def frequency_params(source: Reader | dict[str, Any], r: Reader, *, kind: str, d
             original = max_position if max_position is not None else original  # Note: transformers 5 dynamic
         if isinstance(original, bool) or not isinstance(original, int) or original < 1:
             raise SpecError(f"{FUNC}: original_max_position_embeddings must be an integer >= 1, got {original!r}")
+        check_upper("original_max_position_embeddings", original)
         out["original_max_position"] = original
     if kind == "llama3":
         for key in ("low_freq_factor", "high_freq_factor"):
@@ -152,7 +162,7 @@ def frequency_params(source: Reader | dict[str, Any], r: Reader, *, kind: str, d
         for key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"):
             value = _lookup(source, key)
             if value is not None:
-                out[key] = float(value)
+                out[key] = finite(key, value)
         truncate = _lookup(source, "truncate")
         out["truncate"] = True if truncate is None else truncate
         if not isinstance(out["truncate"], bool):

@@ -122,9 +122,9 @@ def _values(m: ModelPositions, layer: int, positions: list[int], context_length:
         from posenc_ref.rope import rope_cos_sin
         cos, sin = rope_cos_sin(pos, w, attention_factor=factor, width="half")
         return {"cos": cos.tolist(), "sin": sin.tolist(), "logit_scale": (lp.logit_scale * compute.temperature(
-            lp, pos)).tolist()}
+            lp, pos, "posenc-ref model show")).tolist()}
     if lp.scheme == "nope":
-        return {"logit_scale": (lp.logit_scale * compute.temperature(lp, pos)).tolist()}
+        return {"logit_scale": (lp.logit_scale * compute.temperature(lp, pos, "posenc-ref model show")).tolist()}
     cfg = resolve_config(config)
     if lp.scheme == "alibi":
         return {"bias": compute.model_alibi(pos, pos, config=cfg, layer=layer).tolist()}

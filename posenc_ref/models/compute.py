@@ -84,18 +84,24 @@ def _check_qk(func: str, q: Any, k: Any, lp: LayerPositions, t: int) -> tuple[ND
     return qv, kv
 
 
-def temperature(lp: LayerPositions, positions: NDArray[np.int64]) -> NDArray[np.float64]:
-    """The per-position query temperature of the layer, shape (T,) (1 where the model has none)."""
+def temperature(lp: LayerPositions, positions: NDArray[np.int64], func: str = "temperature") -> NDArray[np.float64]:
+    """The per-position query temperature of the layer, shape (T,) (1 where the model has none); ``func``
+    names the caller in the SpecError of a temperature that overflows."""
     rule = lp.temperature
     p = positions.astype(np.float64)
     if rule is None:
         return np.ones(positions.shape[-1])
-    if rule["rule"] == "llama4":  # Llama 4 NoPE layers: log1p(floor((p + 1) / floor_scale)) * attn_scale + 1
-        steps = np.floor((p + 1.0) / float(rule["floor_scale"]))
-        return np.asarray(np.log1p(steps) * float(rule["attn_scale"]) + 1.0, dtype=np.float64)
-    # llama4_beta (Ministral 3): 1 + beta * log(1 + floor(p / original_max_position_embeddings))
-    steps = np.floor(p / float(rule["original_max_position"]))
-    return np.asarray(1.0 + float(rule["beta"]) * np.log1p(steps), dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if rule["rule"] == "llama4":  # Llama 4 NoPE layers: log1p(floor((p + 1) / floor_scale)) * attn_scale + 1
+            steps = np.floor((p + 1.0) / float(rule["floor_scale"]))
+            out = np.asarray(np.log1p(steps) * float(rule["attn_scale"]) + 1.0, dtype=np.float64)
+        else:  # llama4_beta (Ministral 3): 1 + beta * log(1 + floor(p / original_max_position_embeddings))
+            steps = np.floor(p / float(rule["original_max_position"]))
+            out = np.asarray(1.0 + float(rule["beta"]) * np.log1p(steps), dtype=np.float64)
+    if not np.isfinite(out).all():  # Note: a floor_scale near 1e-308 overflows the quotient
+        raise SpecError(f"{func}: layer {lp.index}'s {rule['rule']} query temperature overflows float64 at positions "
+                        f"{positions[~np.isfinite(out)][:3].tolist()} ({rule})")
+    return out
 
 
 def _rotate(x: NDArray[np.float64], angle: NDArray[np.float64], lp: LayerPositions, factor: float
@@ -141,7 +147,7 @@ def model_rope(positions: Any, q: Any, k: Any, /, *, model: str = "", config: Ma
         cols = np.arange(len(w))
         cos, sin, angle = cos[stream, :, cols].T, sin[stream, :, cols].T, angle[stream, :, cols].T
     t_pos = pos[0] if streams else pos
-    scale = lp.logit_scale * temperature(lp, t_pos)
+    scale = lp.logit_scale * temperature(lp, t_pos, func)
     return _rotate(qv, angle, lp, factor), _rotate(kv, angle, lp, factor), cos, sin, scale
 
 
@@ -154,7 +160,7 @@ def model_nope(positions: Any, q: Any, k: Any, /, *, model: str = "", config: Ma
     if pos.ndim != 1:
         raise SpecError(f"{func}: positions must have shape (T,), got {pos.shape}", category="invalid_shape")
     qv, kv = _check_qk(func, q, k, lp, pos.shape[0])
-    return qv.copy(), kv.copy(), lp.logit_scale * temperature(lp, pos)
+    return qv.copy(), kv.copy(), lp.logit_scale * temperature(lp, pos, func)
 
 
 def model_alibi(query_positions: Any, key_positions: Any, /, *, model: str = "", config: Mapping[str, Any],

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from posenc_ref.errors import SpecError
+from posenc_ref.errors import EXACT_LIMIT, SpecError
 from posenc_ref.models import _rope
 from posenc_ref.models._layer_rules import (
     _attention_shape,
@@ -23,7 +23,7 @@ from posenc_ref.models._layer_rules import (
     _temperature,
     _uses_rope,
 )
-from posenc_ref.models._reader import FUNC, Reader, load_config
+from posenc_ref.models._reader import FUNC, Reader, check_upper, load_config
 
 INTERPRETATIONS: Final[dict[str, str]] = {
     "transformers-5": "transformers 5.x (huggingface/transformers main, modeling_rope_utils.py and each "
@@ -176,6 +176,8 @@ def resolve(config: Any, *, interpretation: str = "transformers-5", context_leng
     if context_length is not None and (isinstance(context_length, bool) or not isinstance(context_length, int)
                                        or context_length < 1):
         raise SpecError(f"{FUNC}: context_length must be an integer >= 1, got {context_length!r}")
+    if context_length is not None and context_length >= EXACT_LIMIT:
+        raise SpecError(f"{FUNC}: context_length must be below 2**53, got {context_length!r}")
     root = Reader(whole)
     model_type = root.get("model_type")
     if not isinstance(model_type, str):
@@ -238,7 +240,8 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
                      "gpt_oss": 150000.0, "llama4_text": 500000.0}.get(model_type, 10000.0)
     local = r.number("rope_local_base_freq", 10000.0) if model_type == "gemma3_text" else None
     wide = _gemma4_full_layers(r) if model_type == "gemma4_text" else None
-    chunk = r.get("attention_chunk_size") if model_type == "llama4_text" else None
+    chunk = r.integer("attention_chunk_size") if model_type == "llama4_text" and r.has(
+        "attention_chunk_size") else None
     scalar = r.number("query_pre_attn_scalar", 256.0) if model_type in ("gemma2", "gemma3_text") else None
     layers = []
     for i, (layer_type, rotated) in enumerate(zip(types, uses_rope)):
@@ -272,19 +275,36 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
         scheme = "rope"
         section = _lookup_any(source, "mrope_section")
         if section is not None:
-            params.update(mrope_section=list(section), mrope_layout="interleaved" if (
-                _lookup_any(source, "mrope_interleaved") or model_type in ("qwen3_vl_text", "qwen3_vl"))
-                else "chunked")
+            layout = "interleaved" if (_lookup_any(source, "mrope_interleaved")
+                                       or model_type in ("qwen3_vl_text", "qwen3_vl")) else "chunked"
+            params.update(mrope_section=_mrope_section(section, layout, freq_dim // 2), mrope_layout=layout)
             scheme = "mrope"
         scale = base_scale * _softmax_multiplier(params, model_type)
         # Note: only Ministral 3 (and Mistral 4) multiply q by the beta rule; elsewhere the key is ignored
         beta = _lookup_any(source, "llama_4_scaling_beta") if model_type in _BETA_MODELS else None
         if beta is not None:
-            temperature = {"rule": "llama4_beta", "beta": float(beta), "original_max_position": int(
-                _lookup_any(source, "original_max_position_embeddings") or max_position)}
+            original = _lookup_any(source, "original_max_position_embeddings") or max_position
+            if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+                raise SpecError(f"{FUNC}: original_max_position_embeddings must be an integer >= 1, got {original!r}")
+            temperature = {"rule": "llama4_beta", "beta": _rope.finite("llama_4_scaling_beta", beta),
+                           "original_max_position": original}
         layers.append(LayerPositions(i, "decoder", kind, scheme, params, layer_heads, layer_kv, layer_dim, layer_window,
                                      chunk if kind == "chunked_attention" else None, scale, temperature))
     return layers, max_position
+
+
+def _mrope_section(section: Any, layout: str, pairs: int) -> list[int]:
+    """``mrope_section`` as three pair counts (T, H, W). The chunked layout splits the ``pairs`` rotated
+    pairs into the three runs, so they must add up to it (transformers' split of cos/sin); the interleaved
+    layout (Qwen3-VL) takes H and W from every third pair up to three times their counts, the rest T."""
+    if (not isinstance(section, list) or len(section) != 3
+            or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in section)):
+        raise SpecError(f"{FUNC}: mrope_section must be a list of 3 integers >= 0 (pairs of the T, H and W "
+                        f"streams), got {section!r}")
+    if layout == "chunked" and sum(section) != pairs:
+        raise SpecError(f"{FUNC}: mrope_section={section!r} must add up to the rotary width / 2 = {pairs} "
+                        "(the chunked layout splits the pairs into the three streams)")
+    return list(section)
 
 
 def _gemma4_full_layers(r: Reader) -> tuple[int, int | None]:
@@ -369,14 +389,21 @@ def _deberta_layers(r: Reader) -> tuple[list[LayerPositions], int | None]:
     if not r.get("relative_attention", False):
         raise SpecError(f"{FUNC}: a DeBERTa-v2 config with relative_attention false has no relative rule here")
     limit = r.get("max_relative_positions", -1)
-    if not isinstance(limit, int) or limit < 1:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise SpecError(f"{FUNC}: max_relative_positions must be an integer, got {limit!r}")
+    if limit < 1:
         r.note(f"max_relative_positions={limit!r} < 1: transformers uses max_position_embeddings={max_position}")
         limit = max_position
+    check_upper("max_relative_positions", limit)
     buckets = r.get("position_buckets", -1)
-    if not isinstance(buckets, int) or buckets <= 0:
-        raise SpecError(f"{FUNC}: position_buckets must be > 0 (DeBERTa v3 log buckets), got {buckets!r}")
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets <= 0:
+        raise SpecError(f"{FUNC}: position_buckets must be an integer > 0 (DeBERTa v3 log buckets), got {buckets!r}")
+    check_upper("position_buckets", buckets)
     kinds = r.get("pos_att_type", ["c2p", "p2c"])
-    kinds = kinds.split("|") if isinstance(kinds, str) else list(kinds)
+    if isinstance(kinds, str):
+        kinds = kinds.split("|")
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+        raise SpecError(f"{FUNC}: pos_att_type must be a list of strings or a '|'-joined string, got {kinds!r}")
     pos_att = "|".join(k for k in ("c2p", "p2c") if k in kinds)
     params = {"position_buckets": buckets, "max_relative_positions": limit, "pos_att_type": pos_att}
     scale = float(hidden // heads * (1 + len(pos_att.split("|")))) ** -0.5
