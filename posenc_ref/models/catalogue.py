@@ -20,6 +20,8 @@ from posenc_ref.models._factors import PHI3_MINI_128K_LONG, PHI3_MINI_128K_SHORT
 
 _COPY = "a public copy of this config.json (a test fixture or model dump citing the hub file) gives the same values"
 _CANON = "values as published in the hub file; not cross-checked against a second copy"
+_EARLIER = ("an earlier revision of the hub file (a public copy) gives the same position values; the current "
+            "file was not cross-checked against a second copy")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,20 @@ _FALCON_RW_COPIES = (
     "true, hidden_size 2048, num_attention_heads 32, num_hidden_layers 24, multi_query false, "
     "new_decoder_architecture false; the model card and keras-team/keras-hub "
     "keras_hub/src/models/falcon/falcon_presets.py (falcon_refinedweb_1b_en) give 24 layers")
+_WHISPER_SMALL_COPIES = (
+    "fancyerii/fancyerii.github.io@98971536217239ec760c48bde7bc71f412459543 _posts/2024-05-31-hf-whipser-code.md "
+    "quotes the whole hub-cache file models--openai--whisper-small/snapshots/973afd24965f72e36ca33b3055d56a652f456b4d/"
+    "config.json (transformers_version 4.27.0.dev0): d_model 768, encoder_layers 12, decoder_layers 12, "
+    "encoder_attention_heads 12, decoder_attention_heads 12, max_source_positions 1500, max_target_positions 448 "
+    "(and scale_embedding false); the config_dict it prints next adds only _commit_hash 973afd24 and "
+    "attn_implementation")
+_FALCON_7B_COPIES = (
+    "tenstorrent/tt-buda@97caab7903a95ede3ddea536e3e3aec89cb98da5 pybuda/test/falcon/models/falcon7b/config.json "
+    "(beside the hub's configuration_RW.py and modelling_RW.py) is the file as first published, for remote code: "
+    "model_type RefinedWebModel, hidden_size 4544, n_head 71, n_layer 32, multi_query true, alibi false, "
+    "parallel_attn true, transformers_version 4.27.4, no rope_theta, max_position_embeddings or "
+    "new_decoder_architecture (n_head and n_layer are the entry's num_attention_heads and num_hidden_layers under "
+    "RWConfig's names; the other three take FalconConfig's defaults); no copy of the current native file was found")
 _MINISTRAL3_COPIES = (
     "YellowPerson792/ByteCaption@0f46888c08e8a866ee336144d99945ffdec72c4b Ministral-3-8B-Instruct-2512/config.json "
     "(the whole file, transformers_version 5.0.0.dev0, without the hub repository's FP8 quantization_config); "
@@ -394,9 +410,9 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "max_position_embeddings": 2048}, _COPY, copies=_PHI2_COPIES),
     _entry("falcon-7b", "falcon", "tiiuae/falcon-7b", {
         "model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71, "num_hidden_layers": 32,
-        "multi_query": True, "alibi": False, "new_decoder_architecture": False}, _CANON,
+        "multi_query": True, "alibi": False, "new_decoder_architecture": False}, _EARLIER,
            "transformers FalconConfig defaults (models/falcon/configuration_falcon.py): max_position_embeddings "
-           "2048, rope_theta 10000.0"),
+           "2048, rope_theta 10000.0", copies=_FALCON_7B_COPIES),
     _entry("falcon-rw-1b", "falcon", "tiiuae/falcon-rw-1b", {
         "model_type": "falcon", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 24,
         "multi_query": False, "alibi": True, "new_decoder_architecture": False}, _COPY, copies=_FALCON_RW_COPIES),
@@ -430,7 +446,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("whisper-small", "whisper", "openai/whisper-small", {
         "model_type": "whisper", "d_model": 768, "encoder_layers": 12, "decoder_layers": 12,
         "encoder_attention_heads": 12, "decoder_attention_heads": 12, "max_source_positions": 1500,
-        "max_target_positions": 448}, _CANON),
+        "max_target_positions": 448}, _COPY, copies=_WHISPER_SMALL_COPIES,
+        revision="973afd24965f72e36ca33b3055d56a652f456b4d"),
     _entry("opus-mt-en-de", "marian", "Helsinki-NLP/opus-mt-en-de", {
         "model_type": "marian", "d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8,
         "decoder_attention_heads": 8, "max_position_embeddings": 512}, _CANON),

@@ -40,6 +40,7 @@ def catalogue_table() -> str:
         hub = url.split("huggingface.co/")[1].split("/blob")[0]
         checked = entry.sources["checked"]
         how = "second copy" if checked.startswith("a public copy") else "model card" if "card" in checked else \
-            "restatements" if checked.startswith("restatements") else "hub file only"
+            "restatements" if checked.startswith("restatements") else \
+            "earlier revision" if checked.startswith("an earlier revision") else "hub file only"
         rows.append(f"| `{name}` | {entry.family} | {kinds} | [{hub}]({url}) | {how} |")
     return "\n".join(rows) + "\n"
