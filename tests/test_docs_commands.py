@@ -166,6 +166,10 @@ def matches(shown: tuple[str, ...], printed: list[str]) -> bool:
 
 COMMANDS = documented_commands()
 
+pytestmark = pytest.mark.xdist_group("documented-commands")
+"""The commands share one working directory and run in document order (a later command reads what
+an earlier one wrote, e.g. report.json): one xdist worker runs them all (``--dist loadgroup``)."""
+
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
