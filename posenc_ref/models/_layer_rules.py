@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from posenc_ref.errors import SpecError
-from posenc_ref.models._reader import FUNC, Reader, check_upper
+from posenc_ref.models._reader import FUNC, Reader, check_upper, positive
 
 _INTERLEAVED: Final = ("gptj", "cohere", "glm", "glm4", "llama4_text", "deepseek_v2")
 
@@ -131,7 +131,8 @@ def _rotary(r: Reader, model_type: str, head_dim: int, source: Any) -> tuple[int
                         "falcon", "qwen2"):
         default = {"phi": 0.5, "glm": 0.5, "glm4": 0.5}.get(model_type, 1.0)
         inner = source.get("partial_rotary_factor") if isinstance(source, (Reader, dict)) else None
-        factor = r.number("partial_rotary_factor", default) if inner is None else _fraction(inner)
+        factor = r.number("partial_rotary_factor", default) if inner is None else positive(
+            "rope_parameters.partial_rotary_factor", inner)
     else:
         factor = 1.0  # Note: transformers' Llama-style models ignore partial_rotary_factor
     if factor > 1.0:
@@ -142,12 +143,6 @@ def _rotary(r: Reader, model_type: str, head_dim: int, source: Any) -> tuple[int
         raise SpecError(f"{FUNC}: the rotary width int(head_dim * partial_rotary_factor) = {rd} must be even, "
                         f">= 2 and at most head_dim (head_dim={head_dim}, factor={factor})")
     return rd, "prefix", rd
-
-
-def _fraction(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise SpecError(f"{FUNC}: rope_parameters.partial_rotary_factor must be a number > 0, got {value!r}")
-    return float(value)
 
 
 def _lookup_any(source: Any, key: str) -> Any:

@@ -52,6 +52,28 @@ def check_upper(key: str, value: int) -> None:
         raise SpecError(f"{FUNC}: {key} must be below 2**53 (an exact integer in float64 and int64), got {value!r}")
 
 
+def positive(name: str, value: Any) -> float:
+    """``value`` as a float: a finite JSON number > 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise SpecError(f"{FUNC}: {name} must be a number > 0, got {name}={value!r}")
+    return float(value)
+
+
+def finite(name: str, value: Any) -> float:
+    """``value`` as a float: a finite JSON number (sign free; the op checks its range)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SpecError(f"{FUNC}: {name} must be a finite number, got {name}={value!r}")
+    return float(value)
+
+
+def count(name: str, value: Any) -> int:
+    """``value`` as an integer >= 1 within its bound (:func:`check_upper`)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"{FUNC}: {name} must be an integer >= 1, got {value!r}")
+    check_upper(name, value)
+    return value
+
+
 class Reader:
     """Key access on one (possibly nested) config mapping that remembers every read.
 

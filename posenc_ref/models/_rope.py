@@ -9,13 +9,12 @@ transformers 5.x folds the two into ``rope_parameters`` when it loads the config
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, Final
 
 from posenc_ref import rope_scaling as rs
 from posenc_ref.errors import SpecError
-from posenc_ref.models._reader import FUNC, Reader, check_upper
+from posenc_ref.models._reader import FUNC, Reader, count, finite, positive
 
 ALIASES: Final = {"su": "longrope", "mrope": "default"}
 """Old ``rope_scaling.type`` names and what transformers reads them as (Phi-3's ``su``, Qwen2-VL's ``mrope``)."""
@@ -108,23 +107,10 @@ def rope_type(source: Reader | dict[str, Any], r: Reader) -> str:
     return raw
 
 
-def _positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise SpecError(f"{FUNC}: {name} must be a number > 0, got {name}={value!r}")
-    return float(value)
-
-
-def finite(name: str, value: Any) -> float:
-    """``value`` as a float: a finite JSON number (sign free; the op checks its range)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SpecError(f"{FUNC}: {name} must be a finite number, got {name}={value!r}")
-    return float(value)
-
-
 def frequency_params(source: Reader | dict[str, Any], r: Reader, *, kind: str, dim: int, max_position: int | None,
                      interpretation: str) -> dict[str, Any]:
     """``rope_inv_freq`` keywords (less ``context_length``) for one layer's rope settings."""
-    out: dict[str, Any] = {"rope_type": kind, "base": _positive("rope_theta", _lookup(source, "rope_theta"))}
+    out: dict[str, Any] = {"rope_type": kind, "base": positive("rope_theta", _lookup(source, "rope_theta"))}
     factor = _lookup(source, "factor")
     original = _lookup(source, "original_max_position_embeddings")
     if kind == "longrope" and original is None and r.has("original_max_position_embeddings"):
@@ -134,12 +120,11 @@ def frequency_params(source: Reader | dict[str, Any], r: Reader, *, kind: str, d
     if kind == "longrope" and factor is None:
         if original is None or max_position is None:
             raise SpecError(f"{FUNC}: rope_type='longrope' needs factor or original_max_position_embeddings")
-        if isinstance(original, bool) or not isinstance(original, int) or original < 1:
-            raise SpecError(f"{FUNC}: original_max_position_embeddings must be an integer >= 1, got {original!r}")
-        factor = max_position / original  # Note: transformers: max_position_embeddings / original
+        # Note: transformers: max_position_embeddings / original
+        factor = max_position / count("original_max_position_embeddings", original)
         r.note(f"longrope factor = max_position_embeddings / original_max_position_embeddings = {factor!r}")
     if factor is not None:
-        out["factor"] = _positive("factor", factor)
+        out["factor"] = positive("factor", factor)
     if kind in ("yarn", "longrope", "llama3") or (kind == "dynamic"):
         if original is None:
             if max_position is None:
@@ -148,16 +133,13 @@ def frequency_params(source: Reader | dict[str, Any], r: Reader, *, kind: str, d
             r.note(f"{kind}: original_max_position_embeddings defaults to max_position_embeddings = {original}")
         if kind == "dynamic":
             original = max_position if max_position is not None else original  # Note: transformers 5 dynamic
-        if isinstance(original, bool) or not isinstance(original, int) or original < 1:
-            raise SpecError(f"{FUNC}: original_max_position_embeddings must be an integer >= 1, got {original!r}")
-        check_upper("original_max_position_embeddings", original)
-        out["original_max_position"] = original
+        out["original_max_position"] = count("original_max_position_embeddings", original)
     if kind == "llama3":
         for key in ("low_freq_factor", "high_freq_factor"):
             value = _lookup(source, key)
             if value is None:
                 raise SpecError(f"{FUNC}: rope_type='llama3' needs {key}, which is missing")
-            out[key] = _positive(key, value)
+            out[key] = positive(key, value)
     if kind == "yarn":
         for key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"):
             value = _lookup(source, key)
@@ -177,13 +159,13 @@ def frequency_params(source: Reader | dict[str, Any], r: Reader, *, kind: str, d
                 got = f"length {len(value)}" if isinstance(value, list) else repr(value)
                 raise SpecError(f"{FUNC}: longrope {key} must be a list of rotary_dim/2 = {dim // 2} numbers, "
                                 f"got {got}")
-            out[key] = [_positive(key, v) for v in value]
+            out[key] = [positive(key, v) for v in value]
         attention = _lookup(source, "attention_factor")
         if attention is not None and interpretation != "vllm":
-            out["attention_factor"] = _positive("attention_factor", attention)
+            out["attention_factor"] = positive("attention_factor", attention)
     if kind == "dynamic" and interpretation == "vllm":
         out["dynamic_convention"] = "vllm_static"
     if kind == "proportional":
         prf = _lookup(source, "partial_rotary_factor")
-        out["partial_rotary_factor"] = 1.0 if prf is None else _positive("partial_rotary_factor", prf)
+        out["partial_rotary_factor"] = 1.0 if prf is None else positive("partial_rotary_factor", prf)
     return out

@@ -23,7 +23,7 @@ from posenc_ref.models._layer_rules import (
     _temperature,
     _uses_rope,
 )
-from posenc_ref.models._reader import FUNC, Reader, check_upper, load_config
+from posenc_ref.models._reader import FUNC, Reader, check_upper, count, finite, load_config
 
 INTERPRETATIONS: Final[dict[str, str]] = {
     "transformers-5": "transformers 5.x (huggingface/transformers main, modeling_rope_utils.py and each "
@@ -284,10 +284,8 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
         beta = _lookup_any(source, "llama_4_scaling_beta") if model_type in _BETA_MODELS else None
         if beta is not None:
             original = _lookup_any(source, "original_max_position_embeddings") or max_position
-            if isinstance(original, bool) or not isinstance(original, int) or original < 1:
-                raise SpecError(f"{FUNC}: original_max_position_embeddings must be an integer >= 1, got {original!r}")
-            temperature = {"rule": "llama4_beta", "beta": _rope.finite("llama_4_scaling_beta", beta),
-                           "original_max_position": original}
+            temperature = {"rule": "llama4_beta", "beta": finite("llama_4_scaling_beta", beta),
+                           "original_max_position": count("original_max_position_embeddings", original)}
         layers.append(LayerPositions(i, "decoder", kind, scheme, params, layer_heads, layer_kv, layer_dim, layer_window,
                                      chunk if kind == "chunked_attention" else None, scale, temperature))
     return layers, max_position
