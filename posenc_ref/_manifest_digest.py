@@ -3,4 +3,4 @@
 Written by ``posenc-ref golden generate`` (:func:`posenc_ref.corpus.record_shipped_digest`); never edit by hand.
 """
 
-MANIFEST_SHA256 = "295e384fee07e68b9ce0b9198d6051d11e179156e0cc9cb1effbabb08f3cfcae"
+MANIFEST_SHA256 = "be4f81e57dd77f7c35e94d03bf769354b825a4a8414bb20c41469a1ee6380fb6"

@@ -206,6 +206,25 @@ def test_neox_and_gptj_partial_rotary():
     assert (gptj.params["rotary_dim"], gptj.head_dim, gptj.params["layout"]) == (64, 256, "interleaved")
 
 
+def test_glm_rotates_the_first_half_of_the_head_in_adjacent_pairs():
+    entry = get("glm-4-9b-chat-hf")
+    model = resolve(entry.config)
+    layer = model.layers[0]
+    assert {row.kind for row in model.layers} == {"full_attention"} and len(model.layers) == 40
+    assert (layer.head_dim, layer.params["rotary_dim"], layer.params["partial"], layer.params["layout"],
+            layer.params["base"]) == (128, 64, "prefix", "interleaved", 10000.0)
+    assert model.provenance.defaulted["partial_rotary_factor"] == 0.5  # GlmConfig's default; the file has none
+    rng = np.random.default_rng(4)
+    q, k = rng.normal(size=(3, 32, 128)), rng.normal(size=(3, 2, 128))
+    positions = np.array([0, 7, 131071])
+    q_rot = compute.model_rope(positions, q, k, config=entry.config, layer=0)[0]
+    angle = positions[:, None, None] * 10000.0 ** (-np.arange(32) / 32)  # pair i turns at base ** (-2i / 64)
+    even, odd = q[..., 0:64:2], q[..., 1:64:2]
+    np.testing.assert_allclose(q_rot[..., 0:64:2], even * np.cos(angle) - odd * np.sin(angle), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(q_rot[..., 1:64:2], odd * np.cos(angle) + even * np.sin(angle), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(q_rot[..., 64:], q[..., 64:])
+
+
 def test_qwen_vl_mrope_sections():
     vl2, vl3 = layers("qwen2-vl-7b")[0], layers("qwen3-vl-8b")[0]
     assert (vl2.scheme, vl2.params["mrope_section"], vl2.params["mrope_layout"]) == ("mrope", [16, 24, 24], "chunked")

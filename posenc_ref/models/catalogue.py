@@ -278,6 +278,20 @@ _FLAN_T5_BASE_COPIES = (
     "7c1853dbfa0e4aac093eb109a358b6ab25fe86b7c15185a91322f0ed26f0f940, 1404 bytes); a text of the file with that "
     "sha256 and that git blob hash (T5ForConditionalGeneration, transformers_version 4.23.1) has every key here "
     "equal, num_decoder_layers 12 and relative_attention_max_distance 128 included")
+_GLM4_9B_CHAT_HF_COPIES = (
+    "the hub's own pages for the file: https://huggingface.co/THUDM/glm-4-9b-chat-hf/blame/main/config.json (661 "
+    "bytes, last changed in hub commit c7f73fd; GlmForCausalLM, transformers_version 4.46.0.dev0) and the same "
+    "661-byte file uploaded to THUDM/glm-4-9b-chat at hub revision 9918c3fe7aab6a2100b5fd7117f5464ffb86c5d3 "
+    "(https://huggingface.co/THUDM/glm-4-9b-chat/blob/9918c3fe7aab6a2100b5fd7117f5464ffb86c5d3/config.json) agree "
+    "on every key here (model_type glm, head_dim 128, rope_theta 10000.0, max_position_embeddings 131072) and "
+    "neither has partial_rotary_factor. The remote-code checkpoint it was converted from "
+    "(THUDM/glm-4-9b-chat at 731ca7fd937cff9f2ae5f01de85a0c8bf21df6fa) has rope_ratio 500 and its "
+    "modeling_chatglm.py rotates with base 10000 * rope_ratio; transformers' converter "
+    "(models/glm/convert_glm_weights_to_hf.py at eaed17f4467e2956ee690f37f32842a9ac0c1fd2) reads rope_ratio "
+    "with getattr on the config dict, which always gives 1, so the published file says 10000.0. The entry is "
+    "the file as published: what transformers and vLLM compute from it")
+_GLM4_9B_CHAT_HF_DEFAULTS = ("partial_rotary_factor: the transformers GlmConfig default 0.5 "
+                             "(models/glm/configuration_glm.py, kwargs.setdefault)")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
@@ -479,6 +493,10 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("command-r", "cohere", "CohereForAI/c4ai-command-r-v01", {
         "model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 64,
         "num_hidden_layers": 40, "max_position_embeddings": 8192, "rope_theta": 8000000.0}, _COPY),
+    _entry("glm-4-9b-chat-hf", "glm", "THUDM/glm-4-9b-chat-hf", {
+        "model_type": "glm", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 2,
+        "head_dim": 128, "num_hidden_layers": 40, "max_position_embeddings": 131072, "rope_theta": 10000.0}, _COPY,
+        _GLM4_9B_CHAT_HF_DEFAULTS, copies=_GLM4_9B_CHAT_HF_COPIES),
 )
 
 CATALOGUE: Final[Mapping[str, CatalogueEntry]] = {entry.name: entry for entry in _ENTRIES}
