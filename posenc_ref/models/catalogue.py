@@ -292,6 +292,26 @@ _GLM4_9B_CHAT_HF_COPIES = (
     "the file as published: what transformers and vLLM compute from it")
 _GLM4_9B_CHAT_HF_DEFAULTS = ("partial_rotary_factor: the transformers GlmConfig default 0.5 "
                              "(models/glm/configuration_glm.py, kwargs.setdefault)")
+_BLOOM_560M_COPIES = (
+    "kserve/kserve@142875871c7d39fa69c0d6d2c086d91ffa007596 docs/samples/fluid/README.md lists a hub-cache snapshot "
+    "of bigscience/bloom-560m at revision e985a63c whose config.json is git blob "
+    "a9f31df161b949147c63449ead0bd4e5fc70770d; a text of the file with that git blob hash (BloomForCausalLM, "
+    "transformers_version 4.20.0, no _name_or_path) spells the width n_embed 1024, the heads num_attention_heads "
+    "16 and the layers n_layer 24, as here, and has offset_alibi 100 and no seq_length. Re-saved derivatives "
+    "(fine-tunes with _name_or_path bigscience/bloom-560m) write hidden_size and n_head instead, with the same "
+    "values")
+_OPT_125M_COPIES = (
+    "vllm-project/vllm issue #1120 lists a hub-cache snapshot of facebook/opt-125m at revision 27dcfa74 whose "
+    "config.json (651 bytes as downloaded) is git blob b3fb716a3024261980becb2382e31a3780985130; a text of the "
+    "file with that git blob hash and size (_name_or_path facebook/opt-125m, OPTForCausalLM, "
+    "transformers_version 4.21.0.dev0) has every key here equal (hidden_size 768, num_attention_heads 12, "
+    "num_hidden_layers 12, max_position_embeddings 2048; pad_token_id 1)")
+_DINOV2_BASE_COPIES = (
+    "nilsrobinet/ReverseImageSearchDemo@cc9199b1030af0e390f275e3e32404063226baed models/dinov2-base/config.json, "
+    "a Git LFS pointer (sha256 f7ff4cfa73d2f70647dbf6950541ad25d73082d54c2e7e9bded160c7656b2a70, 548 bytes); a text "
+    "of the file with that sha256 and size (Dinov2Model, transformers_version 4.31.0.dev0, no _name_or_path) has "
+    "every key here equal (hidden_size 768, 12 heads, 12 layers, image_size 518, patch_size 14); which hub revision "
+    "the copy was taken at is not recorded")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
@@ -431,7 +451,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "model_type": "falcon", "hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 24,
         "multi_query": False, "alibi": True, "new_decoder_architecture": False}, _COPY, copies=_FALCON_RW_COPIES),
     _entry("bloom-560m", "bloom", "bigscience/bloom-560m", {
-        "model_type": "bloom", "hidden_size": 1024, "n_head": 16, "n_layer": 24}, _CANON),
+        "model_type": "bloom", "n_embed": 1024, "n_layer": 24, "num_attention_heads": 16}, _COPY,
+        copies=_BLOOM_560M_COPIES, revision="e985a63cdc139290c5f700ff1929f0b5942cced2"),
     _entry("mpt-7b", "mpt", "mosaicml/mpt-7b", {
         "model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "max_seq_len": 2048,
         "attn_config": {"alibi": True, "alibi_bias_max": 8}}, _COPY),
@@ -453,7 +474,8 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "decoder_attention_heads": 12, "max_position_embeddings": 1024}, _COPY, copies=_BART_BASE_COPIES),
     _entry("opt-125m", "opt", "facebook/opt-125m", {
         "model_type": "opt", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
-        "max_position_embeddings": 2048}, _CANON),
+        "max_position_embeddings": 2048}, _COPY, copies=_OPT_125M_COPIES,
+        revision="27dcfa74d334bc871f3234de431e71c6eeba5dd6"),
     _entry("gpt2", "gpt2", "openai-community/gpt2", {
         "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024}, _COPY,
         copies=_GPT2_COPIES),
@@ -474,7 +496,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "image_size": 224, "patch_size": 16}, _COPY, copies=_VIT_BASE_COPIES),
     _entry("dinov2-base", "dinov2", "facebook/dinov2-base", {
         "model_type": "dinov2", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
-        "image_size": 518, "patch_size": 14}, _CANON),
+        "image_size": 518, "patch_size": 14}, _COPY, copies=_DINOV2_BASE_COPIES),
     _entry("xlnet-base-cased", "xlnet", "xlnet/xlnet-base-cased", {
         "model_type": "xlnet", "d_model": 768, "n_head": 12, "d_head": 64, "n_layer": 12, "attn_type": "bi",
         "bi_data": False, "clamp_len": -1, "mem_len": None, "same_length": False}, _COPY, copies=_XLNET_COPIES),
