@@ -171,7 +171,10 @@ pytestmark = pytest.mark.xdist_group("documented-commands")
 an earlier one wrote, e.g. report.json): one xdist worker runs them all (``--dist loadgroup``)."""
 
 
-@pytest.fixture(scope="module")
+# Session scope, not module scope: under xdist a worker may run other modules' tests between two of
+# these (loadgroup keeps them on one worker, not contiguous), and a module fixture would then be torn
+# down and rebuilt empty, losing what an earlier command wrote (the report.json a later one validates).
+@pytest.fixture(scope="session")
 def workdir(tmp_path_factory):
     work = tmp_path_factory.mktemp("documented-commands")
     shutil.copytree(ROOT / "conformance", work / "conformance",
@@ -192,6 +195,25 @@ def test_the_documents_show_commands():
     assert any(command.shown for command in COMMANDS)
 
 
+# Files a documented command reads that another documented command writes: the reader's test first runs
+# the writer when the file is not there yet, so no test depends on which worker or order ran the writer.
+WRITTEN_BY_ANOTHER = ("report.json",)
+
+
+def run(command: Command, workdir: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(["bash", "-c", substitute(command.text)], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=900, check=False)
+
+
+def writer_of(name: str) -> Command:
+    writers = [c for c in COMMANDS if f"--report-json {name}" in c.text and not skip_reason(c)]
+    assert writers, f"no documented command writes {name}, which a documented command reads"
+    return writers[0]
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=str)
 def test_documented_command(command, workdir):
     reason = skip_reason(command)
@@ -199,11 +221,13 @@ def test_documented_command(command, workdir):
         pytest.skip(reason)
     if "node " in command.text and shutil.which("node") is None:
         pytest.skip("needs Node.js")
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run(["bash", "-c", substitute(command.text)], cwd=workdir, env=env, capture_output=True,
-                          text=True, timeout=900, check=False)
+    for name in WRITTEN_BY_ANOTHER:
+        if name in command.text and f"--report-json {name}" not in command.text and not (workdir / name).exists():
+            writer = writer_of(name)
+            wrote = run(writer, workdir)
+            assert wrote.returncode == writer.exit_status, (
+                f"{writer.source} (which writes {name}): {wrote.stderr[-2000:]}")
+    done = run(command, workdir)
     printed = done.stdout + done.stderr
     assert done.returncode == command.exit_status, (
         f"{command.source}: exit status {done.returncode}, the docs expect {command.exit_status}\n{printed[-3000:]}")
