@@ -166,14 +166,11 @@ def matches(shown: tuple[str, ...], printed: list[str]) -> bool:
 
 COMMANDS = documented_commands()
 
-pytestmark = pytest.mark.xdist_group("documented-commands")
-"""The commands share one working directory and run in document order (a later command reads what
-an earlier one wrote, e.g. report.json): one xdist worker runs them all (``--dist loadgroup``)."""
 
 
-# Session scope, not module scope: under xdist a worker may run other modules' tests between two of
-# these (loadgroup keeps them on one worker, not contiguous), and a module fixture would then be torn
-# down and rebuilt empty, losing what an earlier command wrote (the report.json a later one validates).
+# One working directory per xdist worker for the whole session: a worker may run other modules' tests
+# between two of these, and a module fixture would be rebuilt empty in between. Which worker runs which
+# command is not fixed; a command that reads another's output runs that writer first (WRITTEN_BY_ANOTHER).
 @pytest.fixture(scope="session")
 def workdir(tmp_path_factory):
     work = tmp_path_factory.mktemp("documented-commands")
