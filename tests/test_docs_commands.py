@@ -167,7 +167,6 @@ def matches(shown: tuple[str, ...], printed: list[str]) -> bool:
 COMMANDS = documented_commands()
 
 
-
 # One working directory per xdist worker for the whole session: a worker may run other modules' tests
 # between two of these, and a module fixture would be rebuilt empty in between. Which worker runs which
 # command is not fixed; a command that reads another's output runs that writer first (WRITTEN_BY_ANOTHER).
@@ -205,8 +204,12 @@ def run(command: Command, workdir: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=900, check=False)
 
 
+def writes(command: Command, name: str) -> bool:
+    return f"--report-json {name}" in command.text
+
+
 def writer_of(name: str) -> Command:
-    writers = [c for c in COMMANDS if f"--report-json {name}" in c.text and not skip_reason(c)]
+    writers = [c for c in COMMANDS if writes(c, name) and not skip_reason(c)]
     assert writers, f"no documented command writes {name}, which a documented command reads"
     return writers[0]
 
@@ -219,7 +222,7 @@ def test_documented_command(command, workdir):
     if "node " in command.text and shutil.which("node") is None:
         pytest.skip("needs Node.js")
     for name in WRITTEN_BY_ANOTHER:
-        if name in command.text and f"--report-json {name}" not in command.text and not (workdir / name).exists():
+        if name in command.text and not writes(command, name) and not (workdir / name).exists():
             writer = writer_of(name)
             wrote = run(writer, workdir)
             assert wrote.returncode == writer.exit_status, (
