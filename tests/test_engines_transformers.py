@@ -15,6 +15,7 @@ from _windowed import windowed_names
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from posenc_ref.models._layer_rules import _SHAPE_DEFAULTS  # noqa: E402
 from posenc_ref.rope import rope_cos_sin  # noqa: E402
 from posenc_ref.rope_scaling import rope_inv_freq  # noqa: E402
 
@@ -242,3 +243,22 @@ def test_catalogue_sliding_windows_are_the_ones_transformers_builds(name: str) -
     attentions = [engine._attention(layer) for layer in engine._layers(model)]
     built = [a.sliding_window if hasattr(a, "sliding_window") else text.sliding_window for a in attentions]
     assert [layer.window for layer in resolve(config).layers] == built
+
+
+@pytest.mark.parametrize("model_type", sorted(_SHAPE_DEFAULTS))
+def test_attention_shape_defaults_are_the_config_class_defaults(model_type: str) -> None:
+    # posenc_ref.models._layer_rules._SHAPE_DEFAULTS against the class itself: built with no keys, and
+    # with 16 query heads only, to tell "the key heads are the query heads" from a fixed count
+    from transformers import CONFIG_MAPPING
+
+    heads, kv, head_dim = _SHAPE_DEFAULTS[model_type]
+    owner = CONFIG_MAPPING["qwen2_vl_text" if model_type == "qwen2_vl" else model_type]  # a flat Qwen2-VL file
+    bare = owner()
+    assert bare.num_attention_heads == heads
+    sixteen = owner(num_attention_heads=16)
+    own_kv = getattr(sixteen, "num_kv_heads" if model_type == "falcon" else "num_key_value_heads", None)
+    assert (own_kv or 16) == (16 if kv is None else kv)
+    if head_dim is not None:
+        assert bare.head_dim == head_dim
+    elif not model_type.startswith("deepseek"):  # DeepSeek's width is qk_nope_head_dim + qk_rope_head_dim
+        assert getattr(bare, "head_dim", None) in (None, bare.hidden_size // heads)

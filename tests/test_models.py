@@ -13,8 +13,10 @@ from posenc_ref.errors import SpecError
 from posenc_ref.models import INTERPRETATIONS, compute, resolve
 from posenc_ref.models.catalogue import CATALOGUE, get
 
-LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
-         "max_position_embeddings": 4096, "rope_theta": 10000.0}
+LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "num_hidden_layers": 2, "max_position_embeddings": 4096, "rope_theta": 10000.0}
+# (num_key_value_heads written out: the tests below change the model type, and several classes default it to
+# a count that does not divide 4)
 
 
 def layers(name, **kwargs):
@@ -308,8 +310,8 @@ def test_ministral3_yarn_factor_one_and_the_beta_query_scale():
     expected = 1 + 0.1 * np.log1p(np.floor(np.array([0, 16383, 16384, 32767, 32768, 262143]) / 16384))
     np.testing.assert_array_equal(scale, expected)
     assert scale[2] > 1.069 and scale[-1] > 1.277
-    bare = {"model_type": "ministral3", "hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2,
-            "rope_theta": 5e5}
+    bare = {"model_type": "ministral3", "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "num_hidden_layers": 2, "rope_theta": 5e5}
     m = resolve(bare)  # Ministral3Config fills rope_parameters whole; the top-level rope_theta is not read
     assert (m.layers[0].params["base"], m.layers[0].params["rope_type"], m.max_position) == (1e6, "yarn", 262144)
     assert "rope_theta" in m.provenance.ignored and "rope_parameters" in m.provenance.defaulted
@@ -363,9 +365,13 @@ def test_interpretations_named_with_versions():
 
 
 def test_unknown_keys_are_listed_never_an_error():
-    prov = resolve({**LLAMA, "my_flag": 3, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "x": 1}}).provenance
+    bare = {key: value for key, value in LLAMA.items() if key != "num_key_value_heads"}
+    prov = resolve({**bare, "my_flag": 3, "rope_scaling": {"rope_type": "linear", "factor": 2.0, "x": 1}}).provenance
     assert "my_flag" in prov.ignored and "rope_scaling.x" in prov.ignored
-    assert prov.defaulted["num_key_value_heads"] == 4
+    assert prov.defaulted["num_key_value_heads"] == 4  # LlamaConfig: the query heads
+    # MistralConfig's key heads default to 8 whatever the query heads: 32 query heads, 8 key heads
+    mistral = resolve({**bare, "model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32}).layers[0]
+    assert (mistral.num_heads, mistral.num_kv_heads, mistral.head_dim) == (32, 8, 128)
 
 
 @pytest.mark.parametrize("config,match", [

@@ -15,14 +15,30 @@ from posenc_ref.models._reader import FUNC, Reader, check_upper, positive
 _INTERLEAVED: Final = ("gptj", "cohere", "glm", "glm4", "llama4_text", "deepseek_v2")
 
 
-def _attention_shape(r: Reader, *, heads_key: str = "num_attention_heads", hidden_key: str = "hidden_size",
-                     kv_key: str = "num_key_value_heads") -> tuple[int, int, int]:
-    heads = r.integer(heads_key)
-    kv = r.integer(kv_key, heads) if kv_key else heads
+_SHAPE_DEFAULTS: Final[dict[str, tuple[int, int | None, int | None]]] = {
+    "llama": (32, None, None), "mistral": (32, 8, None), "mixtral": (32, 8, None), "qwen2": (32, 32, None),
+    "qwen3": (32, 32, 128), "qwen2_vl": (64, 8, None), "qwen2_vl_text": (64, 8, None),
+    "qwen3_vl_text": (32, 32, 128), "gemma": (16, 16, 256), "gemma2": (8, 4, 256), "gemma3_text": (8, 4, 256),
+    "phi3": (32, None, None), "phi": (32, None, None), "gpt_neox": (64, None, None), "deepseek_v2": (32, None, None),
+    "deepseek_v3": (128, 128, None), "gpt_oss": (64, 8, 64), "smollm3": (16, 4, None), "olmo2": (32, None, None),
+    "cohere": (64, None, None), "glm": (32, 2, 128), "glm4": (32, 2, 128), "llama4_text": (40, 8, 128),
+    "falcon": (71, None, None), "ministral3": (32, 8, 128)}
+"""transformers 5.17 config-class defaults of (num_attention_heads, num_key_value_heads, head_dim), taken
+when the key is absent: a hub file may leave them to the class (google/gemma-3-4b-pt's text_config has no
+head count and no head_dim). ``None``: the key heads are the query heads, the head width is
+``hidden_size / num_attention_heads``. DeepSeek's head width is always ``qk_nope_head_dim +
+qk_rope_head_dim``; a type not listed here (Gemma 4, whose head keys are per layer type) needs the keys."""
+
+
+def _attention_shape(r: Reader, model_type: str, *, heads_key: str = "num_attention_heads",
+                     hidden_key: str = "hidden_size", kv_key: str = "num_key_value_heads") -> tuple[int, int, int]:
+    default_heads, default_kv, default_dim = _SHAPE_DEFAULTS.get(model_type, (None, None, None))
+    heads = r.integer(heads_key, default_heads)
+    kv = r.integer(kv_key, heads if default_kv is None else default_kv) if kv_key else heads
     if heads % kv:
         raise SpecError(f"{FUNC}: {r.prefix}{heads_key}={heads} must be a multiple of {kv_key}={kv}")
-    if r.has("head_dim"):
-        return heads, kv, r.integer("head_dim")
+    if r.has("head_dim") or default_dim is not None:
+        return heads, kv, r.integer("head_dim", default_dim)
     hidden = r.integer(hidden_key)
     if hidden % heads:
         raise SpecError(f"{FUNC}: {r.prefix}{hidden_key}={hidden} is not a multiple of {heads_key}={heads}, and "

@@ -216,10 +216,10 @@ def _rope_layers(r: Reader, model_type: str, interpretation: str, context_length
                  ) -> tuple[list[LayerPositions], int | None]:
     n = r.integer("num_hidden_layers" if model_type != "gptj" else "n_layer")
     if model_type == "gptj":
-        heads, kv, head_dim = _attention_shape(r, heads_key="n_head", hidden_key="n_embd", kv_key="")
+        heads, kv, head_dim = _attention_shape(r, model_type, heads_key="n_head", hidden_key="n_embd", kv_key="")
         max_position = r.integer("n_positions", 2048)
     else:
-        heads, kv, head_dim = _attention_shape(r, kv_key="num_kv_heads" if model_type == "falcon" else
+        heads, kv, head_dim = _attention_shape(r, model_type, kv_key="num_kv_heads" if model_type == "falcon" else
                                                "num_key_value_heads")
         if model_type == "falcon" and r.get("multi_query", True) and not r.get("new_decoder_architecture", False):
             kv = 1  # Note: Falcon-7B multi_query: one key head
