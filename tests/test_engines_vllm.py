@@ -73,3 +73,27 @@ def test_a_qwen_config_mixing_sliding_and_full_layers_is_refused_and_noted() -> 
     with pytest.raises(AssertionError, match="max_window_layers"):
         _windows(config)
     assert any("vLLM does not load" in note for note in resolve(config, interpretation="vllm").provenance.notes)
+
+
+def test_llama4_rotates_the_checkpoint_pairs_through_the_loaders_permutation() -> None:
+    # vLLM's Llama 4 rotates neox style on q and k rows its weight loader reordered
+    # (permute_qk_weight_for_rotary): on checkpoint-order q and k that is the adjacent-pair rotation
+    # transformers applies; without the loader's order the harness would see the half rotation
+    import numpy as np
+
+    from posenc_ref.rope import rope_cos_sin, rope_rotate
+    from posenc_ref.rope_scaling import rope_inv_freq
+
+    config = {**_SMALL, "model_type": "llama4_text", "hidden_size": 256, "head_dim": 64, "intermediate_size_mlp": 256,
+              "num_local_experts": 2, "rope_theta": 500000.0, "no_rope_layers": []}
+    rng = np.random.default_rng(0)
+    positions = np.array([0, 1, 7, 300])
+    q, k = rng.standard_normal((4, 2, 64)), rng.standard_normal((4, 1, 64))
+    out = engine.ADAPTER.run_model(config, 0, {"positions": positions, "q": q, "k": k}, op="model.rope")
+    inv_freq, _, _ = rope_inv_freq(dim=64, base=500000.0)
+    cos, sin = rope_cos_sin(positions, inv_freq, width="half")
+    np.testing.assert_allclose(out["q_rot"], rope_rotate(q, cos[:, None], sin[:, None], layout="interleaved"),
+                               atol=1e-4)
+    np.testing.assert_allclose(out["k_rot"], rope_rotate(k, cos[:, None], sin[:, None], layout="interleaved"),
+                               atol=1e-4)
+    assert np.abs(out["q_rot"] - rope_rotate(q, cos[:, None], sin[:, None], layout="half")).max() > 1

@@ -12,7 +12,10 @@ layer ``i``'s attention module takes
 * ``rotary_emb``: the rotary module vLLM built for that layer (rotary modules alone are
   constructed on the CPU, so their cos/sin cache is computed by their own constructor,
   ``mscale`` / attention factor included as vLLM multiplies it in), called as the model calls it,
-  ``rotary_emb(positions, q, k)`` with q ``(T, H*D)`` and k ``(T, Hkv*D)``;
+  ``rotary_emb(positions, q, k)`` with q ``(T, H*D)`` and k ``(T, Hkv*D)``, their channels in the
+  order vLLM's weight loader puts the projection rows in (Llama 4's ``permute_qk_weight_for_rotary``
+  turns each head's adjacent pairs into halves for its neox-style rotary; see ``_loader_rows``) and
+  the outputs put back in the checkpoint's order;
 * the logit multiplier: the attention backend's ``scale`` (what the kernel multiplies q.k by),
   times Llama 4's ``_get_attn_scale(positions)`` on NoPE layers with temperature tuning.
 
@@ -339,9 +342,13 @@ class VllmEngine:
         q = torch.tensor(q_in[..., start:].reshape(shape), dtype=torch.float32)
         k = torch.tensor(k_in[..., start:].reshape((t, -1) if not start else (t, k_in.shape[1], head_dim - start)),
                          dtype=torch.float32)
+        # (per head for MLA, whose q_pe and k_pe keep a head axis)
+        q_rows = _loader_rows(model, "q_proj", 1 if start else heads, head_dim - start)
+        k_rows = _loader_rows(model, "k_proj", 1 if start else k_in.shape[1], head_dim - start)
         with set_current_vllm_config(vllm_config):
             with torch.no_grad():
-                q_rot, k_rot = rotary(positions, q.clone(), k.clone())
+                q_rot, k_rot = rotary(positions, q[..., q_rows].clone(), k[..., k_rows].clone())
+            q_rot, k_rot = q_rot[..., np.argsort(q_rows)], k_rot[..., np.argsort(k_rows)]
             # cos/sin per pair as vLLM's rotation applies them: rotate a probe with 1 in the first
             # channel of every pair (pairs (i, i + R/2) neox style, (2i, 2i + 1) otherwise), so the
             # pair's two outputs are a*cos and a*sin, whatever cache layout the class keeps.
@@ -404,6 +411,33 @@ def _backend_rotary(model: Any, layer: int, inputs: Mapping[str, Any], op: str) 
     module = sys.modules[type(hf).__module__]
     return _transformers_harness().rotary_outputs(hf.config, hf, module, str(hf.config.model_type), layer, inputs,
                                                   op=op, scaling=_backend_scale)
+
+
+def _loader_rows(model: Any, projection: str, heads: int, width: int) -> np.ndarray:
+    """The order, over ``heads`` heads of ``width`` channels, in which vLLM's weight loader puts
+    the rows of ``projection``'s weight (the q or k channels): ``arange`` where it keeps the
+    checkpoint's order, and the same order where the rotary input is per head ((T, H, D) for MLA).
+
+    Llama 4's loader (``permute_qk_weight_for_rotary``, model_executor/models/llama4.py) reorders
+    each head's q and k rows from the checkpoint's adjacent pairs to two halves, so that its
+    neox-style rotary (``is_neox_style=True``) rotates the checkpoint's pairs. The harness runs the
+    loader's own method on the row indices of the config's heads (a one-column weight), takes one
+    head's order from it, hands the rotary the case's checkpoint-order q and k in that order and
+    puts the outputs back in checkpoint order."""
+    import torch
+
+    owner = model if hasattr(model, "permute_qk_weight_for_rotary") else getattr(model, "language_model", None)
+    permute = getattr(owner, "permute_qk_weight_for_rotary", None)
+    if permute is None:
+        return np.arange(heads * width)
+    config = owner.config
+    n = config.num_key_value_heads if projection == "k_proj" else config.num_attention_heads
+    column = torch.arange(n * width, dtype=torch.float64)[:, None]
+    rows = permute(f"model.layers.0.self_attn.{projection}.weight", column)
+    head = rows[1][:width, 0].numpy().astype(np.int64)
+    if sorted(head.tolist()) != list(range(width)):
+        raise RuntimeError(f"{type(owner).__name__}.permute_qk_weight_for_rotary does not reorder within a head")
+    return (np.arange(heads)[:, None] * width + head[None, :]).reshape(-1)
 
 
 def _latent(attn: Any) -> bool:
