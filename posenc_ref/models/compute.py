@@ -49,13 +49,15 @@ def inv_freq(params: Mapping[str, Any], context_length: int | None, func: str
             raise SpecError(f"{func}: rope_type={freq['rope_type']!r} needs context_length (transformers: "
                             f"max(position_ids) + 1), got None")
         freq["context_length"] = context_length
-    if freq["rope_type"] == "llama3" and freq["low_freq_factor"] == freq["high_freq_factor"]:
-        freq = _llama3_step(freq, func)
-    w, factor, _ = rope_scaling.rope_inv_freq(**freq)
+    w, factor, _ = rope_scaling.rope_inv_freq(**llama3_step(freq, func))
     return w, float(factor[0])
 
 
-def _llama3_step(freq: dict[str, Any], func: str) -> dict[str, Any]:
+def llama3_step(freq: dict[str, Any], func: str) -> dict[str, Any]:
+    """``freq`` (rope_inv_freq keywords) as rope_inv_freq takes it: llama3 with equal low and high
+    factors (Llama 4) gets an empty blend band, as transformers computes it; anything else as given."""
+    if freq["rope_type"] != "llama3" or freq["low_freq_factor"] != freq["high_freq_factor"]:
+        return freq
     # Llama 4 sets low_freq_factor == high_freq_factor: transformers' blend band is then empty (each
     # pair is either kept or divided by the factor, split at wavelength L0 / f). rope_inv_freq needs
     # low < high; a band (L0 / (f (1 + 1e-9)), L0 / f) that holds no pair's wavelength gives exactly

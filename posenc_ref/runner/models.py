@@ -145,7 +145,18 @@ def _label(path: tuple[str, ...], keys: tuple[str, ...]) -> str:
     return " and ".join(f"`{k}`" for k in keys) + f" ignored{where}"
 
 
-def readings(config: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], frozenset[str]]]:
+def _defaults(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys the resolver takes from the config class because the config leaves them out, with
+    their values (``text_config.``-prefixed where nested); empty when the resolver cannot read it."""
+    try:
+        models = importlib.import_module("posenc_ref.models")
+        return dict(models.resolve(dict(config)).provenance.defaulted)
+    except Exception:  # a misreading is tried on any config a case carries, readable or not
+        return {}
+
+
+def readings(config: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+             ) -> Iterator[tuple[str, dict[str, Any], frozenset[str]]]:
     """``(label, config, keys)`` for each known misreading of ``config``; ``keys`` names the
     ignored keys (``path.key``) so that a pair is not reported beside a single key that already
     explains the failure.
@@ -156,14 +167,18 @@ def readings(config: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], f
     * every key of every rope dict ignored, one at a time and in pairs (``attention_factor``;
       ``mscale`` and ``mscale_all_dim``; ``truncate``; ...), and the whole dict ignored;
     * a key read as its sibling (``rope_local_base_freq`` as ``rope_theta``: sliding layers
-      with the global base);
+      with the global base), either key given or left to the config class's default
+      (``defaults``: the resolver's defaulted keys, found from ``config`` when None; a Gemma 3
+      file may name neither base);
     * a nested per-layer-type rope dict read as one: every layer type given the entry of
       another (Gemma 3's sliding layers scaled like its full layers);
     * both ``rope_parameters`` and ``rope_scaling`` present: each read alone.
     """
+    defaults = _defaults(config) if defaults is None else defaults
     text = config.get("text_config")
     if isinstance(text, Mapping):
-        for label, changed, inner in readings(text):
+        inner_defaults = {k[len("text_config."):]: v for k, v in defaults.items() if k.startswith("text_config.")}
+        for label, changed, inner in readings(text, inner_defaults):
             where = label.replace(" (in ", " (in text_config.") if " (in " in label else label + " (in text_config)"
             yield (where, {**copy.deepcopy(dict(config)), "text_config": changed},
                    frozenset(f"text_config.{k}" for k in inner))
@@ -171,10 +186,11 @@ def readings(config: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any], f
         if key == "text_config" and isinstance(text, Mapping):
             continue
         yield _label((), (key,)), _without(config, (), (key,)), frozenset({key})
+    effective = {**defaults, **config}
     for target, source in _SIBLINGS:
-        if target in config and source in config and config[target] != config[source]:
-            yield (f"`{target}` read as `{source}` ({config[source]!r})", {**copy.deepcopy(dict(config)),
-                   target: copy.deepcopy(config[source])}, frozenset({f"{target}<-{source}"}))
+        if target in effective and source in effective and effective[target] != effective[source]:
+            yield (f"`{target}` read as `{source}` ({effective[source]!r})", {**copy.deepcopy(dict(config)),
+                   target: copy.deepcopy(effective[source])}, frozenset({f"{target}<-{source}"}))
     for path, block in _rope_dicts(config):
         keys = [k for k in block if k not in ("rope_type", "type")]
         for key in keys:

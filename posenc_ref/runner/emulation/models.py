@@ -43,7 +43,7 @@ def _frequencies(lp: LayerPositions, context_length: int | None, ct: type) -> tu
     freq = {**_DEFAULTS, **{k: v for k, v in p.items() if k in compute.FREQUENCY_KEYS}}
     if p["rope_type"] in ("dynamic", "longrope"):
         freq["context_length"] = context_length
-    w, factor, _ = emulate_inv_freq(freq, ct)
+    w, factor, _ = emulate_inv_freq(compute.llama3_step(freq, "emulation"), ct)
     return w, factor
 
 
