@@ -3,4 +3,4 @@
 Written by ``posenc-ref golden generate`` (:func:`posenc_ref.corpus.record_shipped_digest`); never edit by hand.
 """
 
-MANIFEST_SHA256 = "3befee94b02978ea2e115600ce17cd1be8c1db699071966840700238a7240944"
+MANIFEST_SHA256 = "3a12453d7576a4d198c77e1bf38591d2c71a2acde0adf4999b4627e1dc8728a0"

@@ -59,7 +59,7 @@ from posenc_ref._corpus_read import verify as verify
 from posenc_ref.registry import OPS, RETIRED
 from posenc_ref.tolerance import POLICIES
 
-CORPUS_VERSION: Final = "1.9.0"
+CORPUS_VERSION: Final = "1.10.0"
 
 FLAGS: Final[dict[str, dict[str, str]]] = {
     "KnownAnswer": {

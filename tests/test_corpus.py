@@ -304,7 +304,7 @@ def test_manifest_records_the_generator_versions_as_information(corpus_dir):
     from posenc_ref import __version__
 
     manifest = corpus.read_manifest(corpus_dir)
-    assert manifest["version"] == corpus.CORPUS_VERSION == "1.9.0"
+    assert manifest["version"] == corpus.CORPUS_VERSION == "1.10.0"
     assert set(manifest["generator"]["versions"]) == {"posenc-ref", "numpy", "mpmath"}
     assert corpus.generator_versions() == {"posenc-ref": __version__, "numpy": np.__version__,
                                            "mpmath": mpmath.__version__}

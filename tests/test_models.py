@@ -56,6 +56,23 @@ def test_gemma3_sliding_layers_use_the_local_base_and_no_scaling():
         assert lp.logit_scale == pytest.approx(168 ** -0.5, rel=1e-15)
 
 
+def test_gemma3_4b_takes_its_heads_and_bases_from_the_class_defaults():
+    # google/gemma-3-4b-pt's text_config names no head count, head width, bases or window pattern:
+    # Gemma3TextConfig's 8 heads, 4 key heads, head_dim 256 (not 2560 / 8), query_pre_attn_scalar 256,
+    # 1e6 and 1e4, a full layer every sixth
+    m = resolve(get("gemma-3-4b").config)
+    assert {(lp.num_heads, lp.num_kv_heads, lp.head_dim) for lp in m.layers} == {(8, 4, 256)}
+    assert [lp.index for lp in m.layers if lp.kind == "full_attention"] == list(range(5, 34, 6))
+    assert {lp.params["base"] for lp in m.layers if lp.kind == "sliding_attention"} == {10000.0}
+    assert {lp.params["base"] for lp in m.layers if lp.kind == "full_attention"} == {1e6}
+    assert {lp.logit_scale for lp in m.layers} == {256 ** -0.5}
+    assert {"text_config.num_attention_heads", "text_config.num_key_value_heads", "text_config.head_dim",
+            "text_config.rope_theta", "text_config.rope_local_base_freq",
+            "text_config.sliding_window_pattern"} <= set(m.provenance.defaulted)
+    # a key that is present is read, not defaulted
+    assert "text_config.head_dim" in resolve(get("gemma-3-27b").config).provenance.read
+
+
 def test_sliding_windows_follow_the_config_class_defaults_and_use_sliding_window():
     # transformers 5.17 configuration_qwen3.py: sliding_window 4096 and max_window_layers 28 by default, kept
     # only when use_sliding_window; layers from max_window_layers on slide.
@@ -79,11 +96,11 @@ def test_sliding_windows_follow_the_config_class_defaults_and_use_sliding_window
 
 def test_gemma3_written_for_transformers_5_reads_the_same():
     text = dict(get("gemma-3-4b").config["text_config"])
-    scaling, theta, local = text.pop("rope_scaling"), text.pop("rope_theta"), text.pop("rope_local_base_freq")
-    pattern = text.pop("sliding_window_pattern")
-    text["layer_types"] = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(34)]
-    text["rope_parameters"] = {"full_attention": {**scaling, "rope_theta": theta},
-                               "sliding_attention": {"rope_type": "default", "rope_theta": local}}
+    scaling = text.pop("rope_scaling")
+    # the class defaults the hub file leaves out, written out as transformers 5 writes them
+    text["layer_types"] = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(34)]
+    text["rope_parameters"] = {"full_attention": {**scaling, "rope_theta": 1000000.0},
+                               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
     five = resolve({"model_type": "gemma3", "text_config": text}).layers
     assert [(a.kind, dict(a.params)) for a in five] == [(b.kind, dict(b.params)) for b in layers("gemma-3-4b")]
     # transformers 4.x cannot read rope_parameters: its reading drops the scaling (the sglang#26187 class)
@@ -99,6 +116,13 @@ def test_llama4_nope_layers_and_temperature_tuning():
     rotated = ls[0]
     assert (rotated.kind, rotated.chunk_size, rotated.params["layout"], rotated.temperature) == (
         "chunked_attention", 8192, "interleaved", None)
+    assert (rotated.params["factor"], rotated.params["low_freq_factor"], rotated.params["high_freq_factor"]) == (
+        16.0, 1.0, 1.0)
+    # the hub file's no_rope_layers is [] and it has no temperature keys: the class defaults decide both
+    defaulted = resolve(get("llama-4-scout").config).provenance.defaulted
+    assert defaulted["text_config.no_rope_layer_interval"] == 4
+    assert {"text_config.attn_temperature_tuning", "text_config.floor_scale", "text_config.attn_scale"} <= set(
+        defaulted)
     lp = ls[3]
     positions = np.array([0, 8190, 8191, 16383, 10**6])
     # log1p(floor((p + 1) / 8192)) * 0.1 + 1, written out

@@ -75,29 +75,6 @@ _TINY_LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 
 
 FINDINGS: tuple[Finding, ...] = (
     Finding(
-        id="transformers-llama4-temperature-int",
-        engine="transformers", kind="config",
-        cases=("model.llama-4-scout.*",),
-        title="transformers rejects Llama 4 Scout's published config: `attn_temperature_tuning` is 4, the class "
-              "wants a bool",
-        computes="nothing: `AutoConfig.for_model` raises `StrictDataclassFieldValidationError: Field "
-                 "'attn_temperature_tuning' expected bool, got int (value: 4)`, so no Llama 4 layer can be built",
-        config_says="`\"attn_temperature_tuning\": 4` in the hub `config.json` of meta-llama/Llama-4-Scout-17B-16E "
-                    "(text_config); the reference reads it as enabled (any non-zero value), as transformers 4.x and "
-                    "vLLM's model file did",
-        cause="`Llama4TextConfig.attn_temperature_tuning` is declared `bool` and transformers 5's strict config "
-              "dataclasses validate field types on construction; the int the checkpoint ships fails that check",
-        report="https://github.com/vllm-project/vllm/pull/19997 (the key became a documented bool in transformers "
-               "#37501); no report of the strict check rejecting the hub file was found in the stored issue index",
-        minimal_config={"model_type": "llama4_text", "hidden_size": 512, "num_attention_heads": 4,
-                        "num_key_value_heads": 2, "head_dim": 128, "num_hidden_layers": 4,
-                        "no_rope_layers": [1, 1, 1, 0], "attn_temperature_tuning": 4, "floor_scale": 8192,
-                        "attn_scale": 0.1, "rope_theta": 500000.0},
-        layer=3, positions=(0, 1, 8191, 100000),
-        notes=("vLLM 0.32.0 parses configs through transformers 5.19 and refuses the same config with the same "
-               "error (its Llama 4 cases are not applicable below, with that reason).",),
-    ),
-    Finding(
         id="transformers-phi3-su-original-max",
         engine="transformers", kind="config",
         cases=("model.phi-3-mini-128k.*",),

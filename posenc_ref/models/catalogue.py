@@ -72,16 +72,35 @@ def _gemma4_big(hidden: int, heads: int, kv: int, global_kv: int, cycles: int) -
                             "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}}}
 
 
-def _gemma3(hidden: int, heads: int, kv: int, head_dim: int, layers: int, scalar: int) -> dict[str, Any]:
+def _gemma3(hidden: int, layers: int, **shape: int) -> dict[str, Any]:
+    """Gemma 3's text_config as the hub files have it: the rest (the window pattern, both bases and, for the
+    4B, the heads and head width) is the class's default."""
     return {"model_type": "gemma3", "text_config": {
-        "model_type": "gemma3_text", "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": kv,
-        "head_dim": head_dim, "num_hidden_layers": layers, "query_pre_attn_scalar": scalar, "sliding_window": 1024,
-        "sliding_window_pattern": 6, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "rope_theta": 1000000.0,
-        "rope_local_base_freq": 10000.0}}
+        "model_type": "gemma3_text", "hidden_size": hidden, **shape, "num_hidden_layers": layers,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}}
 
 
 _GEMMA3_DEFAULTS = ("transformers Gemma3TextConfig defaults (models/gemma3/configuration_gemma3.py): "
-                    "max_position_embeddings 131072")
+                    "max_position_embeddings 131072, sliding_window_pattern 6 (five sliding layers, then one full), "
+                    "rope_theta 1000000.0 (full attention) and rope_local_base_freq 10000.0 (sliding attention)")
+_GEMMA3_4B_DEFAULTS = (_GEMMA3_DEFAULTS + "; num_attention_heads 8, num_key_value_heads 4, head_dim 256 and "
+                       "query_pre_attn_scalar 256, which the 4B file leaves to the class too")
+_GEMMA3_COPIES = (
+    "every copy found has the same short text_config (transformers_version 4.50.0.dev0): hidden_size, "
+    "intermediate_size, model_type, num_hidden_layers, rope_scaling {factor 8.0, linear} and sliding_window 1024")
+_GEMMA3_4B_COPIES = (
+    "no verbatim copy of google's own file was found (the repository is gated); " + _GEMMA3_COPIES + ", nothing "
+    "else: the hub pages of mlx-community/gemma-3-4b-it-bf16 (the -it file, unquantized) and "
+    "mlx-community/gemma-3-4b-pt-6bit (the -pt file with MLX's quantization block). unsloth/gemma-3-4b-pt, "
+    "re-saved by a later transformers, writes the class defaults out: 8 heads, 4 key heads, head_dim 256, "
+    "query_pre_attn_scalar 256, max_position_embeddings 131072, rope_local_base_freq 10000.0")
+_GEMMA3_27B_COPIES = (
+    "no verbatim copy of google's own file was found (the repository is gated); " + _GEMMA3_COPIES + ", plus "
+    "head_dim 128, num_attention_heads 32, num_key_value_heads 16 and query_pre_attn_scalar 168: "
+    "NVIDIA/TensorRT-LLM@fe6fa01d7fcc2e20f55c756ed9281d6aeabaf494 "
+    "tests/unittest/_torch/modeling/test_modeling_gemma3.py (the file as a Python dict, eos [1, 106]: the -it "
+    "file, with num_hidden_layers and sliding_window cut for the test and sliding_window_pattern 6 added) and "
+    "the hub pages of re-uploads (btly/hewo; Abc7347/copytext27binstructgmn, an MLX 4-bit copy)")
 _PHI3_128K_COPIES = (
     "dotnet/machinelearning@6d1f7e2bf83e260ceb4f07ad1ae9fe3257033d49 "
     "src/Microsoft.ML.GenAI.Phi/Resource/Config/phi-3-mini-128k-instruct-config.json (the whole file: "
@@ -166,11 +185,19 @@ _GPT_OSS_20B_COPIES = (
 _BERT_BASE_COPIES = (
     "kujaarora/MLBA_CRM@2ac1a419a631725cb378840cea8580978972bf25 bert-base-uncased/config.json (BertModel, vocab "
     "30522, transformers_version 4.56.2) and du511/Sonic-RNY80C@95e7682da5924fc864a9532e879165702661b920 "
-    "bert-base-uncased/config.json (_name_or_path bert-base-uncased, 4.48.2) agree on every position key here")
+    "bert-base-uncased/config.json (_name_or_path bert-base-uncased, 4.48.2) agree on every position key here. "
+    "Public setup scripts pin config.json at hub revision 86b5e0934494bd15c9632b12f734a8a67f723594 to git blob "
+    "45a2321a7ecfdaaf60a6c1fd7f5463994cc8907d, 570 bytes, sha256 "
+    "7160e1553ad2ca51d8c1cb066be533db31826e12d173824c1bb0cb1a4f187d20; a text with those hashes and size "
+    "(BertForMaskedLM, transformers_version 4.6.0.dev0) has every key here equal")
 _ROBERTA_BASE_COPIES = (
     "AYaroshevskii/Tweet-Sentiment@21be2ab2f22ca17d71abbd0e009168ceea658dc9 roberta-base/config.json (an early "
-    "format: no model_type, no pad_token_id; vocab 50265): hidden_size 768, 12 heads, 12 layers and "
-    "max_position_embeddings 514 are equal; it has no pad_token_id (RobertaConfig's default is 1, the value here)")
+    "revision: no model_type, no pad_token_id; vocab 50265): hidden_size 768, 12 heads, 12 layers and "
+    "max_position_embeddings 514 are equal. A public hub-cache listing shows hub revision "
+    "e2da8e2f811d1448a5b465c236feacd80ffbac7b holding only config.json and model.safetensors, with blobs "
+    "8db5e7ac5bfc9ec8b613b776009300fe3685d957 and the weights' sha256; a text of the file with that git blob hash "
+    "(481 bytes, RobertaForMaskedLM, no transformers_version) has every key here equal, model_type roberta and "
+    "pad_token_id 1 included")
 _BART_BASE_COPIES = (
     "ibmm-unibe-ch/SMILES_or_SELFIES@d20ba5007f499e7d6d06a1714c7995aa42cf7c6e bart-base/config.json (a derivative: "
     "_name_or_path bart-base, its own vocabulary of 51201): d_model 768, 6 + 6 layers, 12 + 12 heads and "
@@ -179,7 +206,10 @@ _GPT2_COPIES = (
     "LavenderCheng/LLM-Project---Team-5@f714e474f23d9c4452fe2c5747c75aca9c74b585 gpt2/config.json (_name_or_path "
     "gpt2, transformers_version 4.38.2) and "
     "Fu-fangteng/AIAA_4051_NLP_Final_Proj@a94fc8956c6fb9bc56dab1d601bfd2f625524b2b gpt2/config.json (4.54.0) agree "
-    "on every position key here (n_positions 1024, n_ctx 1024)")
+    "on every position key here (n_positions 1024, n_ctx 1024). Public hub-cache listings and recorded hub "
+    "responses give config.json at hub revision 607a30d783dfa663caf39e06633721c8d4cfcd7e as git blob "
+    "10c66461e4c109db5a2196bff4bb59be30396ed8, 665 bytes; the file without those re-saves' additions and without a "
+    "final newline has that git blob hash and size")
 _VIT_BASE_COPIES = (
     "Vukkisa/AI-ML@b16802828035a9e89bd493664260719c173bbf49 vit-base-patch16-224/config.json "
     "(ViTForImageClassification with the 1000 ImageNet labels, transformers_version 4.57.1): every position key "
@@ -225,7 +255,10 @@ _MIXTRAL_8X7B_COPIES = (
 _QWEN25_7B_INSTRUCT_COPIES = (
     "inference-sim/inference-sim@f90a1e3a6787da17c2cd463dab6fb2660b1b1760 "
     "model_configs/qwen2.5-7b-instruct/config.json (Qwen2ForCausalLM, vocab 152064, transformers_version 4.43.1): "
-    "every position key here is equal (sliding_window 131072 with use_sliding_window false, max_window_layers 28)")
+    "every position key here is equal (sliding_window 131072 with use_sliding_window false, max_window_layers 28). "
+    "Public pin scripts give config.json at hub revision a09a35458c702b33eeacc393d103063234e8bc28 as git blob "
+    "0178295f88afc3c7f279ed284f961f8c1be00654, 663 bytes, sha256 "
+    "7463bb0ea78315365e6c6b74de4e73bbcc8359dfb0c5a737584e077d42c0b03c, and that copy has those hashes and size")
 _DEEPSEEK_V3_COPIES = (
     "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce "
     "aic-core/src/aiconfigurator_core/model_configs/deepseek-ai--DeepSeek-V3_config.json (the whole file, "
@@ -266,7 +299,10 @@ _T5_BASE_COPIES = (
     "an early revision of the hub file) and Girafboy/pytorchKQI@b6467fe3381ef7dd8ea9605c0b7373a52d1e1989 demo.py "
     "(t5_base, the file as a Python dict, architectures T5ForConditionalGeneration) agree on every key here: "
     "d_model 768, d_kv 64, num_heads 12, num_layers 12, relative_attention_num_buckets 32 (and n_positions 512); "
-    "neither has num_decoder_layers or relative_attention_max_distance")
+    "neither has num_decoder_layers or relative_attention_max_distance. A public run log gives config.json at hub "
+    "revision a9723ea7f1b39c1eae772870f3b547bf6ef7e6c1 as 1208 bytes with sha256 "
+    "46dd7cb62d29c81fb551e0ef1ea274c24a46ba441eeb948897706252933df033; a text with that sha256 and size "
+    "(T5ForConditionalGeneration, task_specific_params) has every key here equal and neither key either")
 _T5_BASE_DEFAULTS = (
     "transformers T5Config (models/t5/configuration_t5.py): num_decoder_layers is num_layers when absent (12), "
     "relative_attention_max_distance 128")
@@ -313,6 +349,77 @@ _DINOV2_BASE_COPIES = (
     "every key here equal (hidden_size 768, 12 heads, 12 layers, image_size 518, patch_size 14); which hub revision "
     "the copy was taken at is not recorded")
 _SMOLLM3_NOPE = [0 if (i + 1) % 4 == 0 else 1 for i in range(36)]
+_SMOLLM3_3B_COPIES = (
+    "fetchwiki/HuggingFaceTB-SmolLM3-3B@24f7882f92998ee0e691d105ade637afc3e5171f config.json, a mirror of the hub "
+    "repository taken 2025-07-14 (its model_files.json names https://huggingface.co/HuggingFaceTB/SmolLM3-3B): the "
+    "whole file (SmolLM3ForCausalLM, transformers_version 4.54.0.dev0, no _name_or_path), every key here equal, "
+    "no_rope_layers element by element")
+_LLAMA4_SCOUT_COPIES = (
+    "AMD-AGI/Primus pull request #165 (2025-08-22) quotes https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E/"
+    "blob/main/config.json verbatim up to router_jitter_noise, and its review thread in #163 quotes use_qk_norm "
+    "true from the same file: every key here is equal (rope_scaling llama3 factor 16.0, low_freq_factor 1.0, "
+    "high_freq_factor 1.0, original 8192; no_rope_layers the empty list; no attn_temperature_tuning, floor_scale "
+    "or attn_scale key); the merged AMD-AGI/Primus@9ee5d2fbfe5df538f3721cf6225aaa2e9b0170fc "
+    "primus/configs/models/megatron/llama4_17B16E.yaml, citing the same URL, has rope_scaling_factor 16.0 and "
+    "max_position_embeddings 262144. A transformers 4.51 printout of Llama4Config for the release shows an "
+    "earlier rope_scaling (factor 8.0, high_freq_factor 4.0) and the class defaults written out "
+    "(attn_temperature_tuning 4, floor_scale 8192, attn_scale 0.1, the 48 no_rope_layers flags); the entry "
+    "held those values until corpus 1.10.0")
+_LLAMA4_SCOUT_DEFAULTS = (
+    "transformers Llama4TextConfig (models/llama4/configuration_llama4.py): an empty no_rope_layers is "
+    "[int((i + 1) % no_rope_layer_interval != 0)] with no_rope_layer_interval 4 (every fourth layer NoPE); "
+    "attn_temperature_tuning true, floor_scale 8192, attn_scale 0.1")
+_QWEN2_VL_7B_COPIES = (
+    "no whole copy of the file was found; Qwen's own quantized derivative Qwen/Qwen2-VL-7B-Instruct-GPTQ-Int8 "
+    "(hub revision 34bb8e5bd295cb6f3e32ec0d5f337f68e8f90023, _name_or_path Qwen/Qwen2-VL-7B-Instruct) and a Python "
+    "dict fixture of a VARGPT model built on it (the file in hub key order, transformers_version 4.41.2, "
+    "model_type renamed; its repository was not resolved) agree on every key here (rope_theta 1000000.0, "
+    "rope_scaling type mrope, mrope_section [16, 24, 24]); fine-tunes re-saved by later transformers write "
+    "rope_scaling type default with rope_type default, which reads the same")
+_QWEN3_VL_8B_COPIES = (
+    "a public download manifest (its repository was not resolved) gives config.json at hub revision "
+    "0c351dd01ed87e9c1b53cbc748cba10e6187ff3b as git blob 0e2df614c5fe1ad2b6b540c8625bebf2d7ec43ca, 1474 bytes, "
+    "sha256 5cd452860dc1e9c29dd71cc3cef7f39b338b7a40793f7a260655c2d3568f3661; "
+    "nikolay-grudanov/Team_5_AI_Tutor@ab9ec7bdae6a3482c3837098d07cb3bc0a6b43fc "
+    "models/Qwen3-VL-8B-Instruct/config.json is that file with one local edit (text_config "
+    "max_position_embeddings 8192); undoing it gives a text with those hashes and size "
+    "(Qwen3VLForConditionalGeneration, transformers_version 4.57.0.dev0), every key here equal (rope_theta the "
+    "integer 5000000, mrope_interleaved true, mrope_section [24, 20, 20])")
+_PHI35_MINI_COPIES = (
+    "sdpython/onnx-diagnostic@cc937c25e830a1195f73090ada9ea6bd8f670a57 "
+    "onnx_diagnostic/torch_models/hghub/hub_data_cached_configs.py holds the whole file as a Python dict in the "
+    "hub's key order (transformers_version 4.43.3); quaid-app/quaid@9aa8c61bcceea0fb3868936d154ef14bbf10051f "
+    "src/core/conversation/model_lifecycle.rs pins hub revision 2fe192450127e6a83f7441aef6e3ca586c338b77 with "
+    "config.json git blob 62d1ca8d4b3c8ab21ac9a30775e1a224be66ef58, and the dict written as the hub writes JSON "
+    "(3451 bytes) has that git blob hash: every key here equal, all 48 long and 48 short factors included")
+_DEEPSEEK_V2_LITE_COPIES = (
+    "no whole copy of the file was found; two test fixtures quoting it (a C++ kDeepSeekV2Lite and a Python "
+    "_V2_LITE_HF citing deepseek-ai/DeepSeek-V2-Lite/config.json; their repositories were not resolved) agree on "
+    "every key here, the integer rope_theta 10000 and factor 40 and mscale / mscale_all_dim 0.707 included (the "
+    "Python one has no model_type)")
+_MPT_7B_COPIES = (
+    "no copy of mosaicml's own file was found; crashx/flax-mpt7b's config.json (a Flax conversion whose auto_map "
+    "names mosaicml/mpt-7b--configuration_mpt.MPTConfig, transformers_version 4.31.0) has every key here equal, "
+    "and ybelkada/mpt-7b-bf16-sharded's (loaded from hub revision 72e5f594ce36f9cabfa2a9fd8f58b491eb467ee7, its "
+    "_commit_hash) has attn_config alibi true and alibi_bias_max 8. Copies re-saved through transformers' own "
+    "MptConfig (OpenVINO/mpt-7b-int8-ov and others) keep the sizes but drop attn_config's keys")
+_COMMAND_R_COPIES = (
+    "no copy of the hub file itself was found; derivatives whose _name_or_path is CohereForAI/c4ai-command-r-v01 "
+    "(TechxGenus/c4ai-command-r-v01-AWQ at hub revision 0e9e54b4a8dcffef839078322c06b1e9b10eb5e5, "
+    "transformers_version 4.40.0; prince-canuma/c4ai-command-r-v01-4bit, 4.39.0.dev0, from the remote-code era) "
+    "agree on every key here (rope_theta 8000000.0)")
+_OLMO2_7B_COPIES = (
+    "public download scripts pin config.json at hub revision 7df9a82518afdecae4e8c026b27adccc8c1f0032 to sha256 "
+    "f1e210de0ba704c579768c154bf57e36e170868ffecb060a6e0d3f2e6b0b9710, 623 bytes; the hub's page for the file on "
+    "the repository's branch stage2-ingredient3-step11931-tokens50B (629 bytes, Olmo2ForCausalLM) with "
+    "transformers_version 4.47.0 for 4.47.0.dev0 and no final newline gives a text with that sha256 and size, "
+    "every key here equal (rope_theta the integer 500000)")
+_OPUS_MT_EN_DE_COPIES = (
+    "no copy of the hub file itself was found; the ONNX export Xenova/opus-mt-en-de (_name_or_path "
+    "Helsinki-NLP/opus-mt-en-de, re-saved by transformers 4.34.0.dev0; quoted in "
+    "harisnae/multilingual-translator-offline@79dec573de3a30f8b16b1481efd8cd4c9f459f62 README.md) and fine-tunes "
+    "re-saved from it agree on every key here (d_model 512, 6 + 6 layers, 8 + 8 heads, max_position_embeddings "
+    "512)")
 
 _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("llama-2-7b", "llama", "meta-llama/Llama-2-7b-hf",
@@ -328,9 +435,10 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "model_type": "llama4", "text_config": {
             "model_type": "llama4_text", "hidden_size": 5120, "num_attention_heads": 40, "num_key_value_heads": 8,
             "head_dim": 128, "num_hidden_layers": 48, "max_position_embeddings": 262144, "rope_theta": 500000.0,
-            "rope_scaling": _llama3(8.0), "attn_temperature_tuning": 4, "floor_scale": 8192, "attn_scale": 0.1,
-            "attention_chunk_size": 8192, "use_qk_norm": True,
-            "no_rope_layers": [0 if (i + 1) % 4 == 0 else 1 for i in range(48)]}}, _COPY),
+            "rope_scaling": {"factor": 16.0, "high_freq_factor": 1.0, "low_freq_factor": 1.0,
+                             "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+            "attention_chunk_size": 8192, "use_qk_norm": True, "no_rope_layers": []}},
+           _COPY, _LLAMA4_SCOUT_DEFAULTS, copies=_LLAMA4_SCOUT_COPIES),
     _entry("mistral-7b-v0.1", "mistral", "mistralai/Mistral-7B-v0.1", {
         "model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
         "num_hidden_layers": 32, "max_position_embeddings": 32768, "rope_theta": 10000.0, "sliding_window": 4096},
@@ -349,7 +457,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         _COPY, copies=_MIXTRAL_8X7B_COPIES),
     _entry("qwen2-7b", "qwen2", "Qwen/Qwen2-7B", _qwen2(131072), _COPY, copies=_QWEN2_7B_COPIES),
     _entry("qwen2.5-7b-instruct", "qwen2", "Qwen/Qwen2.5-7B-Instruct", _qwen2(32768), _COPY,
-           copies=_QWEN25_7B_INSTRUCT_COPIES),
+           copies=_QWEN25_7B_INSTRUCT_COPIES, revision="a09a35458c702b33eeacc393d103063234e8bc28"),
     _entry("qwen2.5-7b-instruct-yarn4", "qwen2", "Qwen/Qwen2.5-7B-Instruct",
            _qwen2(32768, rope_scaling={"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}),
            "the model card's long-context setting (rope_scaling added to the hub config.json, as the card says)"),
@@ -360,21 +468,22 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("qwen2-vl-7b", "qwen2-vl", "Qwen/Qwen2-VL-7B-Instruct", {
         "model_type": "qwen2_vl", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
         "num_hidden_layers": 28, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
-        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}, _COPY),
+        "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}}, _COPY, copies=_QWEN2_VL_7B_COPIES),
     _entry("qwen3-vl-8b", "qwen3-vl", "Qwen/Qwen3-VL-8B-Instruct", {
         "model_type": "qwen3_vl", "text_config": {
             "model_type": "qwen3_vl_text", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
             "head_dim": 128, "num_hidden_layers": 36, "max_position_embeddings": 262144, "rope_theta": 5000000,
             "rope_scaling": {"mrope_interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"}}},
-        _COPY),
+        _COPY, copies=_QWEN3_VL_8B_COPIES, revision="0c351dd01ed87e9c1b53cbc748cba10e6187ff3b"),
     _entry("gemma-2-9b", "gemma2", "google/gemma-2-9b", {
         "model_type": "gemma2", "hidden_size": 3584, "num_attention_heads": 16, "num_key_value_heads": 8,
         "head_dim": 256, "num_hidden_layers": 42, "max_position_embeddings": 8192, "rope_theta": 10000.0,
         "query_pre_attn_scalar": 256, "sliding_window": 4096}, _COPY, copies=_GEMMA2_9B_COPIES),
-    _entry("gemma-3-4b", "gemma3", "google/gemma-3-4b-pt", _gemma3(2560, 8, 4, 256, 34, 256), _COPY,
-           _GEMMA3_DEFAULTS),
-    _entry("gemma-3-27b", "gemma3", "google/gemma-3-27b-pt", _gemma3(5376, 32, 16, 128, 62, 168), _COPY,
-           _GEMMA3_DEFAULTS),
+    _entry("gemma-3-4b", "gemma3", "google/gemma-3-4b-pt", _gemma3(2560, 34), _COPY, _GEMMA3_4B_DEFAULTS,
+           copies=_GEMMA3_4B_COPIES),
+    _entry("gemma-3-27b", "gemma3", "google/gemma-3-27b-pt",
+           _gemma3(5376, 62, head_dim=128, num_attention_heads=32, num_key_value_heads=16, query_pre_attn_scalar=168),
+           _COPY, _GEMMA3_DEFAULTS, copies=_GEMMA3_27B_COPIES),
     _entry("gemma-4-e4b", "gemma4", "google/gemma-4-E4B-it", {
         "model_type": "gemma4", "text_config": {
             "model_type": "gemma4_text", "hidden_size": 2560, "num_attention_heads": 8, "num_key_value_heads": 2,
@@ -404,13 +513,14 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         "model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 32,
         "num_hidden_layers": 32, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
         "rope_theta": 10000.0, "rope_scaling": {"long_factor": PHI35_LONG, "short_factor": PHI35_SHORT,
-                                                 "type": "longrope"}, "sliding_window": 262144}, _COPY),
+                                                 "type": "longrope"}, "sliding_window": 262144}, _COPY,
+        copies=_PHI35_MINI_COPIES, revision="2fe192450127e6a83f7441aef6e3ca586c338b77"),
     _entry("deepseek-v2-lite", "deepseek-v2", "deepseek-ai/DeepSeek-V2-Lite", {
         "model_type": "deepseek_v2", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 16,
         "num_hidden_layers": 27, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
         "rope_theta": 10000, "rope_scaling": {
             "beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707,
-            "original_max_position_embeddings": 4096, "type": "yarn"}}, _COPY),
+            "original_max_position_embeddings": 4096, "type": "yarn"}}, _COPY, copies=_DEEPSEEK_V2_LITE_COPIES),
     _entry("deepseek-v3", "deepseek-v3", "deepseek-ai/DeepSeek-V3", {
         "model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "num_key_value_heads": 128,
         "num_hidden_layers": 61, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "max_position_embeddings": 163840,
@@ -455,20 +565,23 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         copies=_BLOOM_560M_COPIES, revision="e985a63cdc139290c5f700ff1929f0b5942cced2"),
     _entry("mpt-7b", "mpt", "mosaicml/mpt-7b", {
         "model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "max_seq_len": 2048,
-        "attn_config": {"alibi": True, "alibi_bias_max": 8}}, _COPY),
+        "attn_config": {"alibi": True, "alibi_bias_max": 8}}, _COPY, copies=_MPT_7B_COPIES),
     _entry("t5-base", "t5", "google-t5/t5-base", {
         "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12,
-        "relative_attention_num_buckets": 32}, _COPY, _T5_BASE_DEFAULTS, copies=_T5_BASE_COPIES),
+        "relative_attention_num_buckets": 32}, _COPY, _T5_BASE_DEFAULTS, copies=_T5_BASE_COPIES,
+        revision="a9723ea7f1b39c1eae772870f3b547bf6ef7e6c1"),
     _entry("flan-t5-base", "t5", "google/flan-t5-base", {
         "model_type": "t5", "d_model": 768, "d_kv": 64, "num_heads": 12, "num_layers": 12, "num_decoder_layers": 12,
         "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}, _COPY,
         copies=_FLAN_T5_BASE_COPIES, revision="7bcac572ce56db69c1ea7c8af255c5d7c9672fc2"),
     _entry("bert-base-uncased", "bert", "google-bert/bert-base-uncased", {
         "model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
-        "max_position_embeddings": 512, "position_embedding_type": "absolute"}, _COPY, copies=_BERT_BASE_COPIES),
+        "max_position_embeddings": 512, "position_embedding_type": "absolute"}, _COPY, copies=_BERT_BASE_COPIES,
+        revision="86b5e0934494bd15c9632b12f734a8a67f723594"),
     _entry("roberta-base", "roberta", "FacebookAI/roberta-base", {
         "model_type": "roberta", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
-        "max_position_embeddings": 514, "pad_token_id": 1}, _COPY, copies=_ROBERTA_BASE_COPIES),
+        "max_position_embeddings": 514, "pad_token_id": 1}, _COPY, copies=_ROBERTA_BASE_COPIES,
+        revision="e2da8e2f811d1448a5b465c236feacd80ffbac7b"),
     _entry("bart-base", "bart", "facebook/bart-base", {
         "model_type": "bart", "d_model": 768, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 12,
         "decoder_attention_heads": 12, "max_position_embeddings": 1024}, _COPY, copies=_BART_BASE_COPIES),
@@ -478,7 +591,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         revision="27dcfa74d334bc871f3234de431e71c6eeba5dd6"),
     _entry("gpt2", "gpt2", "openai-community/gpt2", {
         "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024}, _COPY,
-        copies=_GPT2_COPIES),
+        copies=_GPT2_COPIES, revision="607a30d783dfa663caf39e06633721c8d4cfcd7e"),
     _entry("whisper-small", "whisper", "openai/whisper-small", {
         "model_type": "whisper", "d_model": 768, "encoder_layers": 12, "decoder_layers": 12,
         "encoder_attention_heads": 12, "decoder_attention_heads": 12, "max_source_positions": 1500,
@@ -486,7 +599,7 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
         revision="973afd24965f72e36ca33b3055d56a652f456b4d"),
     _entry("opus-mt-en-de", "marian", "Helsinki-NLP/opus-mt-en-de", {
         "model_type": "marian", "d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8,
-        "decoder_attention_heads": 8, "max_position_embeddings": 512}, _CANON),
+        "decoder_attention_heads": 8, "max_position_embeddings": 512}, _COPY, copies=_OPUS_MT_EN_DE_COPIES),
     _entry("m2m100-418m", "m2m100", "facebook/m2m100_418M", {
         "model_type": "m2m_100", "d_model": 1024, "encoder_layers": 12, "decoder_layers": 12,
         "encoder_attention_heads": 16, "decoder_attention_heads": 16, "max_position_embeddings": 1024,
@@ -508,13 +621,15 @@ _ENTRIES: Final[tuple[CatalogueEntry, ...]] = (
     _entry("smollm3-3b", "smollm3", "HuggingFaceTB/SmolLM3-3B", {
         "model_type": "smollm3", "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
         "num_hidden_layers": 36, "max_position_embeddings": 65536, "rope_theta": 5000000.0,
-        "no_rope_layer_interval": 4, "no_rope_layers": _SMOLLM3_NOPE}, _COPY),
+        "no_rope_layer_interval": 4, "no_rope_layers": _SMOLLM3_NOPE}, _COPY, copies=_SMOLLM3_3B_COPIES),
     _entry("olmo-2-7b", "olmo2", "allenai/OLMo-2-1124-7B", {
         "model_type": "olmo2", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 32,
-        "num_hidden_layers": 32, "max_position_embeddings": 4096, "rope_theta": 500000}, _CANON),
+        "num_hidden_layers": 32, "max_position_embeddings": 4096, "rope_theta": 500000}, _COPY,
+        copies=_OLMO2_7B_COPIES, revision="7df9a82518afdecae4e8c026b27adccc8c1f0032"),
     _entry("command-r", "cohere", "CohereForAI/c4ai-command-r-v01", {
         "model_type": "cohere", "hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 64,
-        "num_hidden_layers": 40, "max_position_embeddings": 8192, "rope_theta": 8000000.0}, _COPY),
+        "num_hidden_layers": 40, "max_position_embeddings": 8192, "rope_theta": 8000000.0}, _COPY,
+        copies=_COMMAND_R_COPIES),
     _entry("glm-4-9b-chat-hf", "glm", "THUDM/glm-4-9b-chat-hf", {
         "model_type": "glm", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 2,
         "head_dim": 128, "num_hidden_layers": 40, "max_position_embeddings": 131072, "rope_theta": 10000.0}, _COPY,
