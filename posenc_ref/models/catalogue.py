@@ -19,7 +19,6 @@ from typing import Any, Final
 from posenc_ref.models._factors import PHI3_MINI_128K_LONG, PHI3_MINI_128K_SHORT, PHI35_LONG, PHI35_SHORT
 
 _COPY = "a public copy of this config.json (a test fixture or model dump citing the hub file) gives the same values"
-_CANON = "values as published in the hub file; not cross-checked against a second copy"
 _EARLIER = ("an earlier revision of the hub file (a public copy) gives the same position values; the current "
             "file was not cross-checked against a second copy")
 
